@@ -1,0 +1,124 @@
+"""The seams between the pure core and the outside world, in our own words.
+
+Adapters in ``plowline_cloud`` satisfy these structurally (``BigQueryRowSink``,
+``PubSubPublisher``…); ``plowline_core.testing`` has in-memory fakes (``InMemoryRowSink``…).
+Every method may raise ``TransientError`` (retry, do not ack) or ``PermanentError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.schema.field import Field
+
+
+class Clock(Protocol):
+    """Tells the time; injected so that the core never reads it."""
+
+    def now(self) -> datetime:
+        """Return the current UTC time (timezone-aware)."""
+        ...
+
+
+class Registry(Protocol):
+    """One Iglu repository (embedded directory, Iglu Server over HTTP, in-memory)."""
+
+    @property
+    def name(self) -> str:
+        """The repository's name from the resolver config."""
+        ...
+
+    def lookup(self, key: SchemaKey) -> Mapping[str, Any] | None:
+        """Return the JSON Schema, or None when the repository does not have it (404).
+
+        Raises:
+            RegistryUnavailable: the repository could not answer (timeout, 5xx, bad JSON).
+        """
+        ...
+
+
+class TableSchemaStore(Protocol):
+    """The events table's schema."""
+
+    def fields(self) -> tuple[Field, ...]:
+        """Return the table's top-level fields (may be cached)."""
+        ...
+
+    def refresh(self) -> tuple[Field, ...]:
+        """Read the schema from the backend now and return it."""
+        ...
+
+    def add_fields(self, fields: Sequence[Field]) -> tuple[Field, ...]:
+        """Widen the table with the given top-level fields in one change; return what was added.
+
+        Fields that already exist (by name) are skipped; never narrows or retypes.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One BigQuery-JSON row to insert; ``insert_id`` is the event id."""
+
+    insert_id: str
+    data: Mapping[str, Any]
+
+
+class InsertReason(StrEnum):
+    """Why the table did not take a row (a closed catalogue; BigQuery's reasons mapped)."""
+
+    UNKNOWN_FIELD = "unknown_field"  # a field the table lacks: wait for the mutator
+    INVALID = "invalid"  # BigQuery rejected the value (wrong type, missing REQUIRED…)
+    TOO_LARGE = "too_large"  # over BigQuery's row or request size
+    STOPPED = "stopped"  # not attempted because another row of the request failed
+
+
+@dataclass(frozen=True, slots=True)
+class InsertFailure:
+    """A row the table rejected, with BigQuery's words for why."""
+
+    row: Row
+    reason: InsertReason
+    message: str
+    location: str | None = None
+
+
+class RowSink(Protocol):
+    """Where good rows go (BigQuery insertAll in production)."""
+
+    def insert(self, rows: Sequence[Row]) -> list[InsertFailure]:
+        """Insert rows; return the ones rejected (an empty list when all landed)."""
+        ...
+
+
+class Publisher(Protocol):
+    """A topic to publish to."""
+
+    def publish(self, messages: Sequence[bytes]) -> list[str]:
+        """Publish and wait until every message is durable; return their message ids."""
+        ...
+
+
+class BlobStore(Protocol):
+    """A bucket (with an optional path prefix)."""
+
+    def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
+        """Write a new private object; raise PermanentError if the name already exists."""
+        ...
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Return object names under a prefix, sorted."""
+        ...
+
+    def get(self, name: str) -> bytes:
+        """Return an object's content."""
+        ...
+
+    def move(self, source: str, destination: str) -> None:
+        """Move an object (copy, then delete the source)."""
+        ...

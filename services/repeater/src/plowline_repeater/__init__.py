@@ -1,0 +1,1 @@
+"""plowline_repeater."""
