@@ -1,0 +1,1 @@
+"""In-memory fakes of the core ports and builders of test data (for tests of every package)."""

@@ -1,0 +1,84 @@
+"""Root test configuration: tiers by directory, shared-data paths, and a network guard.
+
+Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
+``integration``, under ``tests/e2e`` ``e2e``; select with ``-m``.
+The network guard refuses Python-level connections to anything but loopback, so a test
+can never reach real Google Cloud by accident.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+_TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with the tier of the directory it lives in."""
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(REPO).parts
+        if len(parts) > 1 and parts[0] == "tests" and parts[1] in _TIERS:
+            item.add_marker(getattr(pytest.mark, parts[1]))
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ``shared/`` folder beside the repository (conformance vectors, Iglu Central)."""
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: clone the repo beside shared/ (see README)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def conformance_dir(shared_dir: Path) -> Path:
+    """Upstream Snowplow test vectors."""
+    return shared_dir / "conformance"
+
+
+@pytest.fixture(scope="session")
+def iglu_central_dir(shared_dir: Path) -> Path:
+    """A real Iglu registry (static layout: ``schemas/vendor/name/jsonschema/M-R-A``)."""
+    return shared_dir / "iglu-central"
+
+
+def _is_loopback(address: Any) -> bool:
+    if not isinstance(address, tuple) or not address:
+        return True  # AF_UNIX paths and the like
+    host = str(address[0])
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _network_guard() -> Iterator[None]:
+    """Refuse Python-level connections to non-loopback addresses during tests."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if not _is_loopback(address):
+            raise ConnectionRefusedError(f"network guard: tests may only reach loopback, not {address!r}")
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if not _is_loopback(address):
+            raise ConnectionRefusedError(f"network guard: tests may only reach loopback, not {address!r}")
+        return real_connect_ex(self, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
