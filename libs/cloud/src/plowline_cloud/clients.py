@@ -1,0 +1,94 @@
+"""Build the official Google clients from explicit endpoints (for composition roots).
+
+Notes:
+    Nothing here reads the environment: a composition root passes the emulator endpoint
+    it was configured with, or ``None`` to talk to Google with default credentials.
+    Pointed at a local endpoint, clients use ``AnonymousCredentials`` (and, for Pub/Sub,
+    an insecure gRPC channel), as the local stand-ins expect (see LOCAL_STACK.md).
+"""
+
+from __future__ import annotations
+
+import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
+import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
+import grpc
+from google.auth.credentials import AnonymousCredentials, Credentials
+from google.cloud import bigquery
+from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
+from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
+
+# Messages up to Pub/Sub's 10 MB limit plus framing must pass on an insecure channel.
+_GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+]
+
+
+def _strip_scheme(host: str) -> str:
+    return host.split("://", 1)[1] if "://" in host else host
+
+
+def _with_scheme(endpoint: str) -> str:
+    return endpoint if "://" in endpoint else f"http://{endpoint}"
+
+
+def publisher_client(
+    emulator_host: str | None = None,
+    *,
+    credentials: Credentials | None = None,
+    batch_settings: pubsub_v1.types.BatchSettings | None = None,
+) -> pubsub_v1.PublisherClient:
+    """Return a PublisherClient for Google (default credentials) or an emulator at ``host:port``."""
+    settings = batch_settings or pubsub_v1.types.BatchSettings()
+    if emulator_host:
+        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+        return pubsub_v1.PublisherClient(
+            batch_settings=settings, transport=PublisherGrpcTransport(channel=channel)
+        )
+    return pubsub_v1.PublisherClient(batch_settings=settings, credentials=credentials)
+
+
+def subscriber_client(
+    emulator_host: str | None = None, *, credentials: Credentials | None = None
+) -> pubsub_v1.SubscriberClient:
+    """Return a SubscriberClient for Google (default credentials) or an emulator at ``host:port``."""
+    if emulator_host:
+        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+        return pubsub_v1.SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
+    return pubsub_v1.SubscriberClient(credentials=credentials)
+
+
+def bigquery_client(
+    project: str,
+    api_endpoint: str | None = None,
+    *,
+    credentials: Credentials | None = None,
+    location: str | None = None,
+) -> bigquery.Client:
+    """Return a BigQuery client; ``api_endpoint`` (``http://127.0.0.1:9050``) selects an emulator."""
+    if api_endpoint:
+        return bigquery.Client(
+            project=project,
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": _with_scheme(api_endpoint)},
+            location=location,
+        )
+    return bigquery.Client(project=project, credentials=credentials, location=location)
+
+
+def storage_client(
+    project: str | None = None,
+    api_endpoint: str | None = None,
+    *,
+    credentials: Credentials | None = None,
+) -> storage.Client:
+    """Return a Cloud Storage client; ``api_endpoint`` (``http://127.0.0.1:P``) selects an emulator."""
+    if api_endpoint:
+        return storage.Client(
+            project=project or "plowline-local",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": _with_scheme(api_endpoint)},
+        )
+    if project is None:
+        return storage.Client(credentials=credentials)
+    return storage.Client(project=project, credentials=credentials)

@@ -1,0 +1,57 @@
+"""An Iglu registry on the local file system (Snowplow's "embedded" repository)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from plowline_core.errors import ConfigError, RegistryUnavailable
+from plowline_core.iglu.key import SchemaKey
+
+
+class EmbeddedRegistry:
+    """Satisfy ``Registry`` from ``{path}/schemas/{vendor}/{name}/{format}/{M-R-A}``.
+
+    Notes:
+        ``path`` is the directory that CONTAINS ``schemas/``, as in Snowplow's embedded
+        repositories and Iglu Central's checkout. Picklable (a name and a path).
+    """
+
+    def __init__(self, name: str, path: Path) -> None:
+        if not path.is_dir():
+            raise ConfigError(f"embedded repository {name!r}: {path} is not a directory")
+        self._name = name
+        self._root = path / "schemas"
+
+    @property
+    def name(self) -> str:
+        """The repository's name."""
+        return self._name
+
+    @property
+    def root(self) -> Path:
+        """The ``schemas`` directory read from."""
+        return self._root
+
+    def lookup(self, key: SchemaKey) -> Mapping[str, Any] | None:
+        """Return the schema file's JSON object, or None when there is no such file."""
+        location = self._root / key.vendor / key.name / key.format / str(key.version)
+        try:
+            content = location.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as error:
+            raise RegistryUnavailable(f"{self._name}: cannot read {location}: {error}") from error
+        return _schema_object(self._name, location, content)
+
+
+def _schema_object(name: str, location: Path, content: bytes) -> Mapping[str, Any]:
+    try:
+        schema = orjson.loads(content)
+    except orjson.JSONDecodeError as error:
+        raise RegistryUnavailable(f"{name}: {location} is not JSON: {error}") from error
+    if not isinstance(schema, dict):
+        raise RegistryUnavailable(f"{name}: {location} is not a JSON object")
+    return schema

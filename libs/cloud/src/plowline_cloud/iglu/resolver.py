@@ -1,0 +1,51 @@
+"""Build registries and a resolver from a resolver config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from plowline_core.errors import ConfigError
+from plowline_core.iglu.config import EmbeddedConnection, ResolverConfig
+from plowline_core.iglu.resolver import Resolver
+from plowline_core.ports import Clock, Registry
+
+from plowline_cloud.iglu.embedded import EmbeddedRegistry
+from plowline_cloud.iglu.remote import HttpRegistry
+
+
+def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, Registry]:
+    """Build one registry per repository, keyed by name.
+
+    Notes:
+        A relative embedded path is resolved against ``base_dir`` (the resolver file's
+        directory), never against the working directory.
+    """
+    registries: dict[str, Registry] = {}
+    for ref in config.repositories:
+        connection = ref.connection
+        if isinstance(connection, EmbeddedConnection):
+            path = (base_dir / connection.path).resolve()
+            registries[ref.name] = EmbeddedRegistry(ref.name, path)
+        else:
+            registries[ref.name] = HttpRegistry(ref.name, connection.uri, connection.apikey)
+    return registries
+
+
+def load_resolver(path: Path, clock: Clock) -> Resolver:
+    """Read a resolver config file and return a ready Resolver.
+
+    Raises:
+        ConfigError: the file is missing, not JSON or invalid; the message starts with its name.
+    """
+    try:
+        document = orjson.loads(path.read_bytes())
+        config = ResolverConfig.parse(document)
+        registries = registries_from_config(config, path.parent)
+        return Resolver.from_config(config, registries, clock)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the resolver config: {error.strerror}") from error
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"{path}: the resolver config is not JSON: {error}") from error
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error

@@ -1,0 +1,267 @@
+"""Pub/Sub adapters: a batching publisher and a subscriber (streaming pull and sync pull).
+
+Notes:
+    At least once: a publish counts only once its future resolved, and nothing is acked
+    automatically; every ``Delivery`` is acked, nacked or left to expire by its consumer.
+    The official client extends the lease of streamed messages while they are
+    outstanding (up to ``max_lease_seconds``); messages from ``pull_batch`` keep the
+    subscription's ack deadline unless the consumer calls ``extend``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
+from google.api_core import exceptions as gexc
+from google.cloud.pubsub_v1.subscriber.futures import StreamingPullFuture  # type: ignore[import-untyped]
+from google.cloud.pubsub_v1.subscriber.message import Message  # type: ignore[import-untyped]
+from google.cloud.pubsub_v1.subscriber.scheduler import ThreadScheduler  # type: ignore[import-untyped]
+
+from plowline_cloud.errors import translated
+
+_ACK_BATCH = 1000  # Pub/Sub accepts at most this many ack ids per Acknowledge/ModifyAckDeadline
+
+
+class PubSubPublisher:
+    """Publish to one topic and wait until every message is durable (satisfies ``Publisher``)."""
+
+    def __init__(
+        self, client: pubsub_v1.PublisherClient, topic_path: str, timeout: float = 60.0
+    ) -> None:
+        self._client = client
+        self._topic = topic_path
+        self._timeout = timeout
+
+    @property
+    def topic_path(self) -> str:
+        """The full topic path (``projects/P/topics/T``)."""
+        return self._topic
+
+    def publish(
+        self, messages: Sequence[bytes], attributes: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Publish messages (batched by the client) and return their ids in order.
+
+        Notes:
+            Waits for every future within ``timeout`` seconds in total; raises
+            TransientError when any message could not be confirmed (some may have been
+            published: the caller republishes, the consumer tolerates duplicates).
+        """
+        attrs = dict(attributes or {})
+        operation = f"publish to {self._topic}"
+        with translated(operation):
+            futures = [self._client.publish(self._topic, data, **attrs) for data in messages]
+        deadline = time.monotonic() + self._timeout
+        with translated(operation):
+            return [str(f.result(timeout=max(0.0, deadline - time.monotonic()))) for f in futures]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One received message and the means to settle it (ack, nack, extend its lease)."""
+
+    data: bytes
+    attributes: Mapping[str, str]
+    message_id: str
+    publish_time: datetime
+    delivery_attempt: int | None
+    ack_id: str
+    on_ack: Callable[[], None] = field(repr=False, compare=False)
+    on_nack: Callable[[], None] = field(repr=False, compare=False)
+    on_extend: Callable[[int], None] = field(repr=False, compare=False)
+
+    def ack(self) -> None:
+        """Acknowledge: the outcome is durable, never deliver again."""
+        self.on_ack()
+
+    def nack(self) -> None:
+        """Give the message back for redelivery now."""
+        self.on_nack()
+
+    def extend(self, seconds: int) -> None:
+        """Ask for ``seconds`` more before the message is redelivered (10 to 600)."""
+        self.on_extend(seconds)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _from_streamed(message: Message) -> Delivery:
+    return Delivery(
+        data=bytes(message.data),
+        attributes=dict(message.attributes),
+        message_id=str(message.message_id),
+        publish_time=_utc(message.publish_time),
+        delivery_attempt=message.delivery_attempt,
+        ack_id=str(message.ack_id),
+        on_ack=message.ack,
+        on_nack=message.nack,
+        on_extend=message.modify_ack_deadline,
+    )
+
+
+class PubSubSubscriber:
+    """Consume one subscription: streaming pull with flow control, or sync ``pull_batch``.
+
+    Notes:
+        ``max_messages`` / ``max_bytes`` bound what is held in memory (outstanding,
+        un-settled messages); ``callback_threads`` bounds concurrent callbacks.
+        A callback that raises gets its message nacked by the client (redelivered).
+    """
+
+    def __init__(
+        self,
+        client: pubsub_v1.SubscriberClient,
+        subscription_path: str,
+        *,
+        max_messages: int = 1000,
+        max_bytes: int = 100 * 1024 * 1024,
+        max_lease_seconds: int = 3600,
+        callback_threads: int = 4,
+        timeout: float = 30.0,
+    ) -> None:
+        self._client = client
+        self._subscription = subscription_path
+        self._flow = pubsub_v1.types.FlowControl(
+            max_messages=max_messages,
+            max_bytes=max_bytes,
+            max_lease_duration=max_lease_seconds,
+        )
+        self._threads = callback_threads
+        self._timeout = timeout
+        self._future: StreamingPullFuture | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def subscription_path(self) -> str:
+        """The full subscription path (``projects/P/subscriptions/S``)."""
+        return self._subscription
+
+    @property
+    def running(self) -> bool:
+        """Say whether a streaming pull is open."""
+        future = self._future
+        return future is not None and not future.done()
+
+    def start(self, callback: Callable[[Delivery], None]) -> None:
+        """Open a streaming pull that calls ``callback`` for each message on worker threads."""
+        with self._lock:
+            if self.running:
+                raise RuntimeError(f"subscriber on {self._subscription} is already started")
+            scheduler = ThreadScheduler(
+                executor=_executor(self._threads, self._subscription),
+            )
+
+            def on_message(message: Message) -> None:
+                callback(_from_streamed(message))
+
+            with translated(f"subscribe to {self._subscription}"):
+                self._future = self._client.subscribe(
+                    self._subscription,
+                    on_message,
+                    flow_control=self._flow,
+                    scheduler=scheduler,
+                    await_callbacks_on_shutdown=True,
+                )
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the stream ends; raise the mapped error if it failed."""
+        future = self._future
+        if future is None:
+            return
+        with translated(f"streaming pull from {self._subscription}"):
+            _result(future, timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop pulling, wait for in-flight callbacks, then close the stream.
+
+        Notes:
+            Messages received but not yet handed to a callback are nacked by the client.
+            The SubscriberClient itself stays open: its owner closes it.
+        """
+        with self._lock:
+            future, self._future = self._future, None
+        if future is None:
+            return
+        future.cancel()
+        try:
+            with translated(f"stop streaming pull from {self._subscription}"):
+                _result(future, timeout)
+        except gexc.Cancelled:  # pragma: no cover - cancellation is the expected end
+            pass
+
+    def pull_batch(self, max_messages: int, timeout: float) -> list[Delivery]:
+        """Pull up to ``max_messages`` with one sync Pull; an empty list when none came in time."""
+        with translated(f"pull from {self._subscription}"):
+            try:
+                response = self._client.pull(
+                    request={"subscription": self._subscription, "max_messages": max_messages},
+                    timeout=timeout,
+                    retry=None,
+                )
+            except gexc.DeadlineExceeded:  # nothing arrived within the timeout
+                return []
+        return [self._from_pulled(received) for received in response.received_messages]
+
+    def acknowledge(self, ack_ids: Sequence[str]) -> None:
+        """Ack pulled messages in batches of up to 1000 ids."""
+        for chunk in _chunks(ack_ids):
+            with translated(f"acknowledge on {self._subscription}"):
+                self._client.acknowledge(
+                    request={"subscription": self._subscription, "ack_ids": chunk},
+                    timeout=self._timeout,
+                )
+
+    def extend(self, ack_ids: Sequence[str], seconds: int) -> None:
+        """Set the ack deadline of pulled messages to ``seconds`` from now (0 = nack)."""
+        for chunk in _chunks(ack_ids):
+            with translated(f"modify ack deadline on {self._subscription}"):
+                self._client.modify_ack_deadline(
+                    request={
+                        "subscription": self._subscription,
+                        "ack_ids": chunk,
+                        "ack_deadline_seconds": seconds,
+                    },
+                    timeout=self._timeout,
+                )
+
+    def nack(self, ack_ids: Sequence[str]) -> None:
+        """Give pulled messages back for redelivery now."""
+        self.extend(ack_ids, 0)
+
+    def _from_pulled(self, received: Any) -> Delivery:
+        message = received.message
+        ack_id = str(received.ack_id)
+        attempt = int(received.delivery_attempt or 0)
+        return Delivery(
+            data=bytes(message.data),
+            attributes=dict(message.attributes),
+            message_id=str(message.message_id),
+            publish_time=_utc(message.publish_time),
+            delivery_attempt=attempt or None,
+            ack_id=ack_id,
+            on_ack=lambda: self.acknowledge([ack_id]),
+            on_nack=lambda: self.nack([ack_id]),
+            on_extend=lambda seconds: self.extend([ack_id], seconds),
+        )
+
+
+def _executor(threads: int, subscription: str) -> ThreadPoolExecutor:
+    name = subscription.rsplit("/", 1)[-1]
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"pubsub-{name}")
+
+
+def _result(future: Future[Any], timeout: float | None) -> None:
+    future.result(timeout=timeout)
+
+
+def _chunks(ids: Sequence[str]) -> list[list[str]]:
+    return [list(ids[i : i + _ACK_BATCH]) for i in range(0, len(ids), _ACK_BATCH)]

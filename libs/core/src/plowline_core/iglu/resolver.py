@@ -1,0 +1,169 @@
+"""Resolve schema keys to JSON Schemas over an ordered set of Iglu registries.
+
+``Resolver.resolve(key)`` returns a ``ResolvedSchema``, or a ``SchemaNotFound`` value when
+every repository answered "not found"; it raises ``RegistryUnavailable`` when none had the
+schema and at least one could not answer (the caller retries later and does not ack).
+
+Notes:
+    Lookup order (Iglu client's ``prioritize``): repositories whose vendor prefix matches the
+    key's vendor first, then embedded before HTTP, then lowest ``priority``, then config order.
+    Iglu Central is never added implicitly. Hits and misses are cached for ``cache_ttl``
+    seconds of the injected clock (None: forever), at most ``cache_size`` keys, least recently
+    used evicted first (0 disables the cache). Failures are never cached. Safe to share between
+    threads: the worst a race can do is look the same key up twice.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from plowline_core.errors import ConfigError, RegistryUnavailable
+from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef, ResolverConfig
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.ports import Clock, Registry
+
+NOT_FOUND = "NotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSchema:
+    """A JSON Schema and the repository it came from; do not mutate ``schema``."""
+
+    key: SchemaKey
+    schema: Mapping[str, Any]
+    repository: str
+
+
+@dataclass(frozen=True, slots=True)
+class LookupAttempt:
+    """What one repository answered for one key (Iglu's ``LookupHistory`` entry)."""
+
+    repository: str
+    attempts: int
+    last_attempt: datetime
+    error: str = NOT_FOUND
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the ``lookupHistory`` item of ``loader_iglu_error``."""
+        return {
+            "repository": self.repository,
+            "errors": [{"error": self.error}],
+            "attempts": self.attempts,
+            "lastAttempt": _iso(self.last_attempt),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaNotFound:
+    """No repository has the schema; every repository said so."""
+
+    key: SchemaKey
+    lookup_history: tuple[LookupAttempt, ...]
+
+    def to_failure(self) -> dict[str, Any]:
+        """Return the ``loader_iglu_error/2-0-0`` failure item (a ResolutionError)."""
+        return {
+            "schemaKey": self.key.to_uri(),
+            "error": {
+                "error": "ResolutionError",
+                "lookupHistory": [attempt.to_json() for attempt in self.lookup_history],
+            },
+        }
+
+
+Resolution = ResolvedSchema | SchemaNotFound
+
+
+class Resolver:
+    """Resolve keys over registries in Iglu order, with a TTL + LRU cache of hits and misses."""
+
+    def __init__(
+        self,
+        repositories: Sequence[tuple[RepositoryRef, Registry]],
+        clock: Clock,
+        cache_size: int = 500,
+        cache_ttl: float | None = None,
+    ) -> None:
+        if not repositories:
+            raise ConfigError("an Iglu resolver needs at least one repository")
+        if cache_size < 0 or (cache_ttl is not None and cache_ttl < 0):
+            raise ConfigError(f"cache_size ({cache_size}) and cache_ttl ({cache_ttl}) must be >= 0")
+        self._repositories = tuple(repositories)
+        self._clock = clock
+        self._cache_size = cache_size
+        self._ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
+        # key -> (resolution, expiry or None); insertion order is recency order.
+        self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
+
+    @classmethod
+    def from_config(
+        cls, config: ResolverConfig, registries: Mapping[str, Registry], clock: Clock
+    ) -> Resolver:
+        """Pair each configured repository with the registry of the same name."""
+        missing = [ref.name for ref in config.repositories if ref.name not in registries]
+        if missing:
+            raise ConfigError(f"no registry built for repositories {missing}")
+        pairs = [(ref, registries[ref.name]) for ref in config.repositories]
+        return cls(pairs, clock, config.cache_size, config.cache_ttl)
+
+    def resolve(self, key: SchemaKey) -> Resolution:
+        """Return the schema or a SchemaNotFound; raise RegistryUnavailable if any repo failed."""
+        entry = self._cache.get(key)
+        if entry is not None:
+            expiry = entry[1]
+            if expiry is None or self._clock.now() < expiry:
+                # Inline try/except, not contextlib.suppress: this is the per-entity hot path.
+                try:  # noqa: SIM105
+                    self._cache.move_to_end(key)
+                except KeyError:  # evicted by another thread since the get: still a hit
+                    pass
+                return entry[0]
+        return self._lookup(key)
+
+    def _lookup(self, key: SchemaKey) -> Resolution:
+        history: list[LookupAttempt] = []
+        failures: list[str] = []
+        for ref, registry in self._ordered(key):
+            now = self._clock.now()
+            try:
+                schema = registry.lookup(key)
+            except RegistryUnavailable as error:
+                failures.append(f"{ref.name}: {error}")
+                continue
+            if schema is not None:
+                return self._remember(key, ResolvedSchema(key, schema, ref.name), now)
+            history.append(LookupAttempt(ref.name, 1, now))
+        if failures:
+            raise RegistryUnavailable(f"cannot resolve {key.to_uri()}: " + "; ".join(failures))
+        return self._remember(key, SchemaNotFound(key, tuple(history)), self._clock.now())
+
+    def _ordered(self, key: SchemaKey) -> list[tuple[RepositoryRef, Registry]]:
+        def rank(pair: tuple[RepositoryRef, Registry]) -> tuple[bool, int, float]:
+            ref = pair[0]
+            embedded = isinstance(ref.connection, EmbeddedConnection)
+            return (not ref.matches_vendor(key.vendor), 0 if embedded else 1, ref.priority)
+
+        return sorted(self._repositories, key=rank)
+
+    def _remember(self, key: SchemaKey, resolution: Resolution, now: datetime) -> Resolution:
+        if self._cache_size == 0:
+            return resolution
+        expiry = None if self._ttl is None else now + self._ttl
+        self._cache[key] = (resolution, expiry)
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._cache_size:
+            try:
+                self._cache.popitem(last=False)
+            except KeyError:  # emptied by another thread
+                break
+        return resolution
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="milliseconds") + "Z"

@@ -1,0 +1,178 @@
+"""The widening plan: which columns and nested fields a table lacks, and nothing else.
+
+BigQuery lets ``tables.patch`` add NULLABLE or REPEATED columns and nested fields, and
+relax REQUIRED to NULLABLE; it never lets a type change. The mutator therefore only
+*adds*: a needed field whose type or mode disagrees with the table is reported as a
+``Conflict`` and left alone (widening only, see DESIGN.md).
+
+Notes:
+    Names match case-insensitively, as BigQuery column names do.
+    Pure and idempotent: planning ``needed`` against ``plan.schema`` yields no additions
+    and no conflicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from plowline_core.schema.field import Field, FieldType, Mode
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A needed field the table has under another type or an incompatible mode."""
+
+    path: str
+    table: Field
+    needed: Field
+
+    @property
+    def reason(self) -> str:
+        """Say what differs, for logs and the HTTP API."""
+        table, needed = self.table, self.needed
+        if table.type is not needed.type:
+            return f"{self.path}: table has {table.type.value}, schema needs {needed.type.value}"
+        return f"{self.path}: table mode {table.mode.value}, schema needs {needed.mode.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class WideningPlan:
+    """What one ``tables.patch`` must add, and the whole schema to send with it."""
+
+    additions: tuple[Field, ...]
+    nested_additions: tuple[tuple[str, Field], ...]
+    schema: tuple[Field, ...]
+    conflicts: tuple[Conflict, ...]
+
+    @property
+    def is_empty(self) -> bool:
+        """Return True when the table already has every needed field."""
+        return not self.additions and not self.nested_additions
+
+
+@dataclass(slots=True)
+class _Plan:
+    additions: list[Field]
+    nested: list[tuple[str, Field]]
+    conflicts: list[Conflict]
+
+
+def plan_widening(table: Sequence[Field], needed: Sequence[Field]) -> WideningPlan:
+    """Return the additions that make ``table`` hold every ``needed`` field.
+
+    Notes:
+        New top-level columns are added NULLABLE (REQUIRED relaxed; REPEATED kept); new
+        sub-fields inside existing RECORDs are added NULLABLE the same way, since BigQuery
+        only allows adding NULLABLE or REPEATED fields. ``schema`` keeps the table's fields
+        in order, appends new sub-fields at the end of their record and new columns last.
+    """
+    plan = _Plan([], [], [])
+    merged = _merge(tuple(table), needed, "", plan)
+    return WideningPlan(
+        additions=tuple(plan.additions),
+        nested_additions=tuple(plan.nested),
+        schema=merged,
+        conflicts=tuple(plan.conflicts),
+    )
+
+
+def _merge(
+    existing: tuple[Field, ...], wanted: Sequence[Field], parent: str, plan: _Plan
+) -> tuple[Field, ...]:
+    fields = list(existing)
+    index = {field.name.lower(): pos for pos, field in enumerate(fields)}
+    for need in wanted:
+        path = f"{parent}.{need.name}" if parent else need.name
+        pos = index.get(need.name.lower())
+        if pos is None:
+            added = _addable(need)
+            index[need.name.lower()] = len(fields)
+            fields.append(added)
+            if parent:
+                plan.nested.append((parent, added))
+            else:
+                plan.additions.append(added)
+            continue
+        have = fields[pos]
+        if have.type is not need.type or not _mode_fits(have.mode, need.mode):
+            plan.conflicts.append(Conflict(path, have, need))
+            continue
+        if have.type is FieldType.RECORD:
+            subs = _merge(have.fields, need.fields, path, plan)
+            if subs != have.fields:
+                fields[pos] = Field(have.name, have.type, have.mode, subs)
+    return tuple(fields)
+
+
+def _addable(field: Field) -> Field:
+    return field.with_mode(Mode.NULLABLE) if field.mode is Mode.REQUIRED else field
+
+
+def _mode_fits(have: Mode, need: Mode) -> bool:
+    # A NULLABLE column holds REQUIRED data; REPEATED never mixes with the other two.
+    return have is need or (have is Mode.NULLABLE and need is Mode.REQUIRED)
+
+
+# -- rows against the table ---------------------------------------------------------------
+
+_Checker = dict[str, "_Checker | None"]
+
+_CACHE_SIZE = 32
+_ABSENT: Any = object()
+_checkers: dict[int, tuple[object, _Checker]] = {}
+
+
+def missing_fields(table_fields: Sequence[Field], row: Mapping[str, Any]) -> list[str]:
+    """Return the dotted paths of the row's keys that the table schema lacks, in row order.
+
+    Notes:
+        Walks RECORD values (objects) and REPEATED RECORD values (arrays of objects); a
+        path appears once however many array items carry it. The compiled checker is
+        cached by the identity of ``table_fields``: pass the same tuple for every row.
+    """
+    checker = _checker_for(table_fields)
+    missing: list[str] = []
+    _walk(checker, row, "", missing)
+    if len(missing) > 1:
+        missing = list(dict.fromkeys(missing))
+    return missing
+
+
+def _checker_for(table_fields: Sequence[Field]) -> _Checker:
+    cached = _checkers.get(id(table_fields))
+    if cached is not None and cached[0] is table_fields:
+        return cached[1]
+    checker = _compile(table_fields)
+    if len(_checkers) >= _CACHE_SIZE:
+        _checkers.clear()  # schemas change rarely; a full reset is simple and thread-safe
+    # Holding the object keeps its id from being reused by another schema.
+    _checkers[id(table_fields)] = (table_fields, checker)
+    return checker
+
+
+def _compile(fields: Sequence[Field]) -> _Checker:
+    return {
+        field.name.lower(): _compile(field.fields) if field.type is FieldType.RECORD else None
+        for field in fields
+    }
+
+
+def _walk(checker: _Checker, row: Mapping[str, Any], parent: str, missing: list[str]) -> None:
+    for key, value in row.items():
+        sub = checker.get(key, _ABSENT)
+        if sub is _ABSENT:
+            # Rows carry lower-case names already; fold only on a miss (BigQuery ignores case).
+            sub = checker.get(str(key).lower(), _ABSENT)
+            if sub is _ABSENT:
+                missing.append(f"{parent}{key}")
+                continue
+        if not isinstance(sub, dict) or value is None:
+            continue
+        if isinstance(value, Mapping):
+            _walk(sub, value, f"{parent}{key}.", missing)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Mapping):
+                    _walk(sub, item, f"{parent}{key}.", missing)

@@ -1,0 +1,442 @@
+"""Cast entity JSON to the BigQuery-JSON value of a Field, collecting every problem.
+
+A *caster* is compiled once per ``(Field, ColumnMode)`` and cached: a closure
+``caster(value, errors) -> bigquery_value`` that appends ``CastError``s to ``errors``
+instead of raising. When ``errors`` grew, the returned value is meaningless.
+
+Rules (``ColumnMode.FULL``, loader 0.x/1.x, schema-ddl ``bigquery.Row``):
+    STRING takes any JSON (non-strings as compact JSON text); BOOLEAN only booleans;
+    INTEGER only integral numbers in int64; FLOAT/NUMERIC any number; TIMESTAMP/DATE any
+    string. RECORD drops unknown keys and emits the normalised field names in Field
+    order; a missing NULLABLE or REPEATED key gives null, a missing REQUIRED key
+    ``MissingInValue``; a null in REQUIRED gives ``WrongType(null, T)``. REPEATED turns
+    JSON null into ``[]``, drops null items, and a non-array is ``NotAnArray``.
+
+``ColumnMode.MAJOR`` follows loader 2.x where it differs: STRING takes strings only,
+JSON takes anything as JSON text (strings quoted, null in REQUIRED → ``"null"``),
+TIMESTAMP must be ISO-8601 with an offset (emitted as UTC ISO, not epoch micros, because
+insertAll takes strings) and DATE an ISO date, a missing REQUIRED key is ``WrongType(null, T)``.
+
+Notes:
+    Pure. A RECORD looks a JSON key up by its raw name first, then by its normalised
+    name (so sub-fields may carry raw or normalised names). When two keys land on one
+    sub-field (``XYZ`` and ``xyz``) the first value that casts cleanly wins, as in v2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import orjson
+
+from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.field import Field, FieldType, Mode
+from plowline_core.schema.names import normalize_field_name
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_LEARNED_KEYS_CAP = 4096  # raw JSON keys remembered per RECORD; beyond that, normalise each time
+
+
+@dataclass(frozen=True, slots=True)
+class WrongType:
+    """A value of the wrong JSON type for its field (``expected`` is the BigQuery type)."""
+
+    value: Any
+    expected: str
+
+    def to_failure(self, schema_key: str) -> dict[str, Any]:
+        """Return the loader_iglu_error/2-0-0 failure item."""
+        return {"schemaKey": schema_key, "value": self.value, "expected": self.expected}
+
+
+@dataclass(frozen=True, slots=True)
+class NotAnArray:
+    """A REPEATED field given something other than an array or null."""
+
+    value: Any
+    expected: str
+
+    def to_failure(self, schema_key: str) -> dict[str, Any]:
+        """Return the loader_iglu_error/2-0-0 failure item."""
+        return {"schemaKey": schema_key, "value": self.value, "expected": self.expected}
+
+
+@dataclass(frozen=True, slots=True)
+class MissingInValue:
+    """A REQUIRED key absent from its object (``value`` is the whole object)."""
+
+    key: str
+    value: Any
+
+    def to_failure(self, schema_key: str) -> dict[str, Any]:
+        """Return the loader_iglu_error/2-0-0 failure item."""
+        return {"schemaKey": schema_key, "key": self.key, "value": self.value}
+
+
+CastError = WrongType | NotAnArray | MissingInValue
+Caster = Callable[[Any, list[CastError]], Any]
+
+
+class CastOutcome(NamedTuple):
+    """The result of ``cast``: the BigQuery value and every problem found (empty if good)."""
+
+    value: Any
+    errors: tuple[CastError, ...]
+
+
+def cast(field: Field, value: Any, mode: ColumnMode = ColumnMode.FULL) -> CastOutcome:
+    """Cast one JSON value to the BigQuery value of ``field``."""
+    errors: list[CastError] = []
+    result = caster_for(field, mode)(value, errors)
+    return CastOutcome(None if errors else result, tuple(errors))
+
+
+@lru_cache(maxsize=8192)
+def caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Caster:
+    """Return the compiled caster of a field, honouring its mode (present null included)."""
+    if field.mode is Mode.REPEATED:
+        return _repeated(field, mode)
+    value_caster = _non_null_caster(field, mode)
+    if field.mode is Mode.NULLABLE:
+
+        def nullable(value: Any, errors: list[CastError]) -> Any:
+            return None if value is None else value_caster(value, errors)
+
+        return nullable
+    if field.type is FieldType.JSON and mode is ColumnMode.MAJOR:
+
+        def required_json(value: Any, errors: list[CastError]) -> Any:
+            return "null" if value is None else value_caster(value, errors)
+
+        return required_json
+    expected = field.type.value
+
+    def required(value: Any, errors: list[CastError]) -> Any:
+        if value is None:
+            errors.append(WrongType(None, expected))
+            return None
+        return value_caster(value, errors)
+
+    return required
+
+
+def element_caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Caster:
+    """Return the caster of one non-null item of a REPEATED field (or of the field itself)."""
+    return _non_null_caster(field, mode)
+
+
+def compact_json(value: Any) -> str:
+    """Return compact JSON text, as circe's ``noSpaces`` prints it."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # ints beyond 64 bits: orjson refuses them, the stdlib does not
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@lru_cache(maxsize=8192)
+def _non_null_caster(field: Field, mode: ColumnMode) -> Caster:
+    if field.type is FieldType.RECORD:
+        return _record(field, mode)
+    return _LEAVES[mode].get(field.type, _LEAVES[mode][FieldType.STRING])
+
+
+def _repeated(field: Field, mode: ColumnMode) -> Caster:
+    item = _non_null_caster(field, mode)
+    expected = field.type.value
+
+    def repeated(value: Any, errors: list[CastError]) -> Any:
+        if value is None:
+            return []
+        if type(value) is not list:
+            errors.append(NotAnArray(value, expected))
+            return None
+        return [item(element, errors) for element in value if element is not None]
+
+    return repeated
+
+
+def _record(field: Field, mode: ColumnMode) -> Caster:
+    subs = field.fields
+    names = tuple(normalize_field_name(sub.name) for sub in subs)
+    raw_names = tuple(sub.name for sub in subs)
+    casters = tuple(caster_for(sub, mode) for sub in subs)
+    # Value types stored as they are (no call): str in a STRING, None in a NULLABLE…
+    as_is = tuple(_as_is_types(sub, mode) for sub in subs)
+    required = tuple(sub.mode is Mode.REQUIRED for sub in subs)
+    # A NULLABLE value that is not stored as is cannot be null: skip the null check.
+    direct = tuple(
+        _non_null_caster(sub, mode) if sub.mode is Mode.NULLABLE else caster
+        for sub, caster in zip(subs, casters, strict=True)
+    )
+    specs = tuple(zip(names, raw_names, direct, as_is, required, strict=True))
+    major = mode is ColumnMode.MAJOR
+
+    def missing(index: int, value: dict[str, Any], errors: list[CastError]) -> Any:
+        if not required[index]:
+            return None
+        if major:
+            return casters[index](None, errors)
+        errors.append(MissingInValue(raw_names[index], value))
+        return None
+
+    by_key = _by_key(raw_names, names, casters, direct, as_is, missing)
+
+    def record(value: Any, errors: list[CastError]) -> Any:
+        if type(value) is not dict:
+            errors.append(WrongType(value, "RECORD"))
+            return None
+        # Fast path: look each sub-field up by its raw name. When that accounts for every
+        # key of the object, no other key can match by normalised name: done.
+        mark = len(errors)
+        get = value.get
+        out: dict[str, Any] = {}
+        found = 0
+        for index, (name, raw, caster, plain, strict) in enumerate(specs):
+            item = get(raw, _MISSING)
+            if item is _MISSING:
+                if strict:
+                    out[name] = missing(index, value, errors)
+                else:
+                    out[name] = None
+            else:
+                found += 1
+                out[name] = item if type(item) in plain else caster(item, errors)
+        if found == len(value):
+            return out
+        del errors[mark:]
+        return by_key(value, errors)
+
+    return record
+
+
+def _by_key(
+    raw_names: tuple[str, ...],
+    names: tuple[str, ...],
+    casters: tuple[Caster, ...],
+    direct: tuple[Caster, ...],
+    as_is: tuple[frozenset[type], ...],
+    missing: Callable[[int, dict[str, Any], list[CastError]], Any],
+) -> Caster:
+    """Return the general RECORD walk: every key of the object matched by raw or normalised name."""
+    width = len(raw_names)
+    by_normalised: dict[str, int] = {}
+    for index, name in enumerate(names):
+        by_normalised.setdefault(name, index)
+    slot_of: dict[str, int] = {name: index for index, name in enumerate(raw_names)}
+
+    def slot(key: str) -> int:
+        index = by_normalised.get(normalize_field_name(key), -1) if type(key) is str else -1
+        if len(slot_of) < _LEARNED_KEYS_CAP:
+            slot_of[key] = index
+        return index
+
+    def record(value: dict[str, Any], errors: list[CastError]) -> Any:
+        values: list[Any] = [_MISSING] * width
+        clashes: dict[int, list[tuple[str, Any]]] | None = None
+        for key, item in value.items():
+            index = slot_of.get(key)
+            if index is None:
+                index = slot(key)
+            if index < 0:
+                continue
+            if values[index] is _MISSING:
+                values[index] = item
+            else:
+                clashes = _note_clash(clashes, index, key, item, value, raw_names[index])
+        out: dict[str, Any] = {}
+        for index in range(width):
+            item = values[index]
+            if item is _MISSING:
+                out[names[index]] = missing(index, value, errors)
+            elif clashes is not None and index in clashes:
+                out[names[index]] = _first_clean(casters[index], clashes[index], errors)
+            elif type(item) in as_is[index]:
+                out[names[index]] = item
+            else:
+                out[names[index]] = direct[index](item, errors)
+        return out
+
+    return record
+
+
+def _note_clash(
+    clashes: dict[int, list[tuple[str, Any]]] | None,
+    index: int,
+    key: str,
+    item: Any,
+    obj: dict[str, Any],
+    raw_name: str,
+) -> dict[int, list[tuple[str, Any]]]:
+    """Record a second key landing on one sub-field; the exact raw name is tried first."""
+    clashes = {} if clashes is None else clashes
+    if index not in clashes:
+        first_key = next(k for k in obj if k != key and _same_slot(k, raw_name))
+        clashes[index] = [(first_key, obj[first_key])]
+    clashes[index].append((key, item))
+    clashes[index].sort(key=lambda pair: pair[0] != raw_name)
+    return clashes
+
+
+def _same_slot(key: str, raw_name: str) -> bool:
+    return key == raw_name or normalize_field_name(key) == normalize_field_name(raw_name)
+
+
+def _first_clean(caster: Caster, candidates: list[tuple[str, Any]], errors: list[CastError]) -> Any:
+    """Return the first candidate that casts without error; else report the first one's errors."""
+    first_errors: list[CastError] | None = None
+    first_value: Any = None
+    for _, item in candidates:
+        attempt: list[CastError] = []
+        result = caster(item, attempt)
+        if not attempt:
+            return result
+        if first_errors is None:
+            first_errors, first_value = attempt, result
+    errors.extend(first_errors or ())
+    return first_value
+
+
+def _as_is_types(field: Field, mode: ColumnMode) -> frozenset[type]:
+    """Return the value types a field stores unchanged (checked before calling its caster)."""
+    if field.mode is Mode.REPEATED:
+        return frozenset()  # null becomes [] and items are filtered: always walk
+    kinds: set[type] = {type(None)} if field.mode is Mode.NULLABLE else set()
+    if field.type is FieldType.BOOLEAN:
+        kinds.add(bool)
+    elif field.type is FieldType.STRING or (
+        mode is ColumnMode.FULL
+        and field.type in (FieldType.TIMESTAMP, FieldType.DATE, FieldType.JSON)
+    ):
+        kinds.add(str)
+    return frozenset(kinds)
+
+
+class _Missing:
+    """Marks a sub-field whose key is absent from the object."""
+
+
+_MISSING: Any = _Missing()
+
+
+def _wrong(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def wrong(value: Any, errors: list[CastError]) -> Any:
+        errors.append(WrongType(value, name))
+
+    return wrong
+
+
+def _v1_string(value: Any, errors: list[CastError]) -> Any:
+    return value if type(value) is str else compact_json(value)
+
+
+def _strict_string(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str:
+        return value
+    errors.append(WrongType(value, FieldType.STRING.value))
+    return None
+
+
+def _json_text(value: Any, errors: list[CastError]) -> Any:
+    return compact_json(value)
+
+
+def _boolean(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is bool:
+        return value
+    errors.append(WrongType(value, FieldType.BOOLEAN.value))
+    return None
+
+
+def _integer(value: Any, errors: list[CastError]) -> Any:
+    kind = type(value)
+    if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    if kind is float and value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
+        return int(value)  # circe's toLong accepts 2.0
+    errors.append(WrongType(value, FieldType.INTEGER.value))
+    return None
+
+
+def _number(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def number(value: Any, errors: list[CastError]) -> Any:
+        kind = type(value)
+        if kind is int:
+            # JSON encoders stop at 64 bits; beyond that the float is what BigQuery keeps anyway
+            return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
+        if kind is float and value - value == 0:  # finite floats only
+            return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return number
+
+
+def _any_string(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def any_string(value: Any, errors: list[CastError]) -> Any:
+        if type(value) is str:
+            return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return any_string
+
+
+def _iso_timestamp(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str:
+        text = value[:-1] + "Z" if value.endswith("z") else value
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    errors.append(WrongType(value, FieldType.TIMESTAMP.value))
+    return None
+
+
+def _iso_date(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str and len(value) == 10:
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+    errors.append(WrongType(value, FieldType.DATE.value))
+    return None
+
+
+_LEAVES: dict[ColumnMode, dict[FieldType, Caster]] = {
+    ColumnMode.FULL: {
+        FieldType.STRING: _v1_string,
+        FieldType.JSON: _v1_string,
+        FieldType.BOOLEAN: _boolean,
+        FieldType.INTEGER: _integer,
+        FieldType.FLOAT: _number(FieldType.FLOAT),
+        FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.TIMESTAMP: _any_string(FieldType.TIMESTAMP),
+        FieldType.DATE: _any_string(FieldType.DATE),
+        FieldType.RECORD: _wrong(FieldType.RECORD),
+    },
+    ColumnMode.MAJOR: {
+        FieldType.STRING: _strict_string,
+        FieldType.JSON: _json_text,
+        FieldType.BOOLEAN: _boolean,
+        FieldType.INTEGER: _integer,
+        FieldType.FLOAT: _number(FieldType.FLOAT),
+        FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.TIMESTAMP: _iso_timestamp,
+        FieldType.DATE: _iso_date,
+        FieldType.RECORD: _wrong(FieldType.RECORD),
+    },
+}

@@ -1,0 +1,220 @@
+"""Build the BigQuery-JSON row of an enriched event, or the bad row that replaces it.
+
+The row is the event's atomic values (NULLs omitted, as the parser gives them), one
+column per entity type, and ``"load_tstamp": "AUTO"``, which BigQuery fills with the
+insertion time. Contexts of the same column share one array; a schema found in both
+``contexts`` and ``derived_contexts`` gets both sets of items, contexts first (loader 2.x
+behaviour; loader 1.x let the derived ones overwrite the others, losing data).
+
+Outcomes:
+    ``TransformedRow``    every entity resolved and cast cleanly
+    ``IgluErrorRow``      a schema was not found, or values did not fit: every failure of
+                          the event is listed (deviation: loader 1.x turned a lone
+                          null-in-REQUIRED into a NULL entity; plowline never drops data)
+    ``RuntimeErrorRow``   an unexpected error on odd data, with its message
+    ``ParsingErrorRow``   from ``transform_line`` only: the TSV line did not parse
+
+Notes:
+    ``RegistryUnavailable`` propagates: a failing registry is not the event's fault, so the
+    caller retries and does not ack. Column name and compiled caster are cached per
+    (schema key, shred property); misses are not cached here (the resolver caches them for
+    its TTL), so a schema published later is picked up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import orjson
+
+from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
+from plowline_core.errors import RegistryUnavailable
+from plowline_core.event.json import event_payload
+from plowline_core.event.model import EnrichedEvent
+from plowline_core.event.parser import parse
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.resolver import Resolver, SchemaNotFound
+from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
+from plowline_core.schema.field import Field
+from plowline_core.schema.mapping import field_from_schema
+from plowline_core.schema.names import column_name
+from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
+
+LOAD_TSTAMP_AUTO = "AUTO"
+SCHEMA_VERSION_FIELD = "_schema_version"
+_TYPE_SETS_CAP = 65536  # distinct combinations of entity types remembered
+_IDENTITY_CAP = 65536  # SchemaKey objects remembered by identity
+
+_CONTEXTS = ShredProperty.CONTEXTS
+_DERIVED = ShredProperty.DERIVED_CONTEXTS
+_UNSTRUCT = ShredProperty.UNSTRUCT_EVENT
+
+
+class TransformedRow(NamedTuple):
+    """A good event as a BigQuery-JSON row, and the entity types its columns need."""
+
+    event_id: str
+    data: dict[str, Any]
+    types: frozenset[EntityType]
+
+    def to_json(self) -> bytes:
+        """Return the row as compact JSON (the insertAll ``json`` object)."""
+        return orjson.dumps(self.data)
+
+
+class _Plan(NamedTuple):
+    """What one (schema key, shred property) needs: its column, caster and entity type."""
+
+    column: str
+    caster: Caster
+    entity_type: EntityType
+    uri: str
+    schema_version: str | None  # set in major mode for contexts: each item says its version
+    bit: int  # this plan's bit in a row's mask of types
+
+
+class RowBuilder:
+    """Turn enriched events into BigQuery-JSON rows, resolving entity schemas once each."""
+
+    def __init__(self, resolver: Resolver, column_mode: ColumnMode = ColumnMode.FULL) -> None:
+        self._resolver = resolver
+        self._mode = column_mode
+        self._plans: dict[tuple[SchemaKey, ShredProperty], _Plan] = {}
+        self._type_sets: dict[int, frozenset[EntityType]] = {}
+        # Hot-path index by key identity: parsed events share SchemaKey objects (parse is
+        # cached), and hashing a SchemaKey dataclass costs more than the rest of the lookup.
+        self._by_identity: dict[tuple[int, ShredProperty], tuple[SchemaKey, _Plan]] = {}
+
+    @property
+    def column_mode(self) -> ColumnMode:
+        """The column naming and typing rules in use."""
+        return self._mode
+
+    def transform_line(self, line: str) -> TransformedRow | BadRow:
+        """Parse one enriched TSV line and build its row (or its bad row)."""
+        event = parse(line)
+        if not isinstance(event, EnrichedEvent):
+            return event
+        return self.build(event)
+
+    def build(self, event: EnrichedEvent) -> TransformedRow | BadRow:
+        """Return the event's row, or the bad row listing every problem of the event.
+
+        Raises:
+            RegistryUnavailable: a registry could not answer; retry later, do not ack.
+        """
+        try:
+            return self._build(event)
+        except RegistryUnavailable:
+            raise
+        except Exception as error:  # odd data must become a bad row, never stop the stream
+            return RuntimeErrorRow(_describe(error), event_payload(event))
+
+    def _build(self, event: EnrichedEvent) -> TransformedRow | BadRow:
+        data = dict(event.atomic)
+        data["load_tstamp"] = LOAD_TSTAMP_AUTO
+        failures: list[Mapping[str, Any]] = []
+        errors: list[CastError] = []
+        plans = self._by_identity
+        seen = 0  # bit mask of the plans used: the row's types without hashing EntityTypes
+        for shred, entities in ((_CONTEXTS, event.contexts), (_DERIVED, event.derived_contexts)):
+            for entity in entities:
+                key = entity.schema
+                known = plans.get((id(key), shred))
+                plan = known[1] if known is not None and known[0] is key else None
+                if plan is None:
+                    plan = self._plan(key, shred, failures)
+                if plan is None:
+                    continue
+                seen |= plan.bit
+                items = data.get(plan.column)
+                if items is None:
+                    items = data[plan.column] = []
+                if entity.data is None:  # loader 1.x drops null items of a REPEATED column
+                    continue
+                value = plan.caster(entity.data, errors)
+                if errors:
+                    failures.extend(error.to_failure(plan.uri) for error in errors)
+                    errors.clear()
+                elif plan.schema_version is None:
+                    items.append(value)
+                else:
+                    items.append({SCHEMA_VERSION_FIELD: plan.schema_version, **value})
+        unstruct = event.unstruct_event
+        if unstruct is not None:
+            key = unstruct.schema
+            known = plans.get((id(key), _UNSTRUCT))
+            plan = known[1] if known is not None and known[0] is key else None
+            if plan is None:
+                plan = self._plan(key, _UNSTRUCT, failures)
+            if plan is not None:
+                seen |= plan.bit
+                value = plan.caster(unstruct.data, errors)
+                if errors:
+                    failures.extend(error.to_failure(plan.uri) for error in errors)
+                else:
+                    data[plan.column] = value
+        if failures:
+            return IgluErrorRow(tuple(failures), event_payload(event))
+        types = self._type_sets.get(seen)
+        if types is None:
+            types = self._types_of(seen)
+        return TransformedRow(data["event_id"], data, types)
+
+    def _plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> _Plan | None:
+        """Return the plan of an entity type, resolving and compiling it on first sight."""
+        plan = self._plans.get((key, shred))
+        if plan is None:
+            resolution = self._resolver.resolve(key)
+            if isinstance(resolution, SchemaNotFound):
+                failures.append(resolution.to_failure())
+                return None
+            bit = 1 << len(self._plans)
+            plan = _compile(key, resolution.schema, shred, self._mode, bit)
+            self._plans[(key, shred)] = plan
+        if len(self._by_identity) >= _IDENTITY_CAP:
+            self._by_identity.clear()
+        # The entry holds the key itself, so its id cannot be reused while the entry lives.
+        self._by_identity[(id(key), shred)] = (key, plan)
+        return plan
+
+    def _types_of(self, seen: int) -> frozenset[EntityType]:
+        types = frozenset(plan.entity_type for plan in self._plans.values() if plan.bit & seen)
+        if len(self._type_sets) < _TYPE_SETS_CAP:
+            self._type_sets[seen] = types
+        return types
+
+
+def _compile(
+    key: SchemaKey, schema: Mapping[str, Any], shred: ShredProperty, mode: ColumnMode, bit: int
+) -> _Plan:
+    """Resolve the column and compile the caster of one entity type."""
+    column = column_name(key, shred, mode)
+    # The raw-named field (schema-ddl Field.build): the caster looks keys up by raw name and
+    # writes normalised names, as loader 1.x does. The column itself is the mutator's business.
+    field = field_from_schema(column, schema, False, mode)
+    version: str | None = None
+    if shred is _UNSTRUCT:
+        caster = caster_for(field, mode)
+    else:
+        if mode is ColumnMode.MAJOR:
+            version = str(key.version)
+            field = _without_schema_version(field)
+        caster = element_caster_for(field, mode)
+    entity_type = EntityType(key, shred)
+    return _Plan(column, caster, entity_type, key.to_uri(), version, bit)
+
+
+def _without_schema_version(field: Field) -> Field:
+    """Drop the ``_schema_version`` sub-field: the loader fills it from the key, not the data."""
+    subs = tuple(sub for sub in field.fields if sub.name != SCHEMA_VERSION_FIELD)
+    return Field(field.name, field.type, field.mode, subs)
+
+
+def _describe(error: Exception) -> str:
+    """Return a one-line message naming the exception type."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -1,0 +1,152 @@
+"""``plowline-mutator preview``: print the column the mutator would add for each schema.
+
+One compact JSON object per input URI, in input order: the column in BigQuery schema JSON
+(``Field.to_api()``), or ``{"schema": uri, "error": "..."}`` for a malformed URI, a schema
+no repository has, or a repository that cannot answer. Nothing is written anywhere.
+
+Exit codes: 0 every schema resolved; 1 at least one error object; 2 usage or config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import orjson
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.iglu import load_resolver
+from plowline_core.errors import ConfigError, RegistryUnavailable
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.resolver import Resolution, SchemaNotFound
+from plowline_core.schema.columns import column_field
+from plowline_core.schema.entity import ColumnMode, ShredProperty
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+_DESCRIPTION = """\
+Print, for each schema, the BigQuery column the mutator would add for it, without
+touching any table. One compact JSON object per line, in input order: the column in
+BigQuery schema JSON ({"name","type","mode","fields"}), or {"schema": URI, "error": ...}
+when the URI is malformed or the schema cannot be resolved.
+"""
+_EPILOG = """\
+examples:
+  plowline-mutator preview --resolver resolver.json --shred-property CONTEXTS \\
+      iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0
+  cut -f1 types.txt | plowline-mutator preview --resolver resolver.json \\
+      --shred-property UNSTRUCT_EVENT --column-mode major -
+
+exit status: 0 all schemas resolved, 1 some printed an error object, 2 usage or config error.
+"""
+
+
+class SchemaResolver(Protocol):
+    """What preview needs of an Iglu resolver (``plowline_core.iglu.resolver.Resolver``)."""
+
+    def resolve(self, key: SchemaKey) -> Resolution:
+        """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
+        ...
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``preview`` subcommand to the CLI."""
+    parser = subparsers.add_parser(
+        "preview",
+        help="print the column the mutator would add for each schema (no table access)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--resolver",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="Iglu resolver config (iglu:com.snowplowanalytics.iglu/resolver-config/...)",
+    )
+    parser.add_argument(
+        "--shred-property",
+        required=True,
+        type=_shred_property,
+        metavar="{UNSTRUCT_EVENT,CONTEXTS,DERIVED_CONTEXTS}",
+        help="where the entity sits in the event; decides column prefix and mode",
+    )
+    parser.add_argument(
+        "--column-mode",
+        default=ColumnMode.FULL,
+        type=ColumnMode,
+        choices=list(ColumnMode),
+        help="full: one column per full SchemaVer, v1 types (default); "
+        "major: one column per model, v2 types",
+    )
+    parser.add_argument(
+        "schemas",
+        nargs="+",
+        metavar="SCHEMA_URI",
+        help="iglu:vendor/name/jsonschema/M-R-A; '-' reads URIs from stdin, one per line",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Resolve every URI and print one JSON line each; return the exit code."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    try:
+        resolver = load_resolver(args.resolver, SystemClock())
+    except ConfigError as error:
+        print(f"plowline-mutator preview: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    uris = _expand(args.schemas, stdin)
+    failed = False
+    for line in preview(uris, resolver, args.shred_property, args.column_mode):
+        failed = failed or "error" in line
+        stdout.write(orjson.dumps(line).decode() + "\n")
+    stdout.flush()
+    return EXIT_ERRORS if failed else EXIT_OK
+
+
+def preview(
+    uris: Iterable[str], resolver: SchemaResolver, shred: ShredProperty, mode: ColumnMode
+) -> Iterator[dict[str, Any]]:
+    """Yield the column (``to_api`` form) or an error object for each URI, in order."""
+    for uri in uris:
+        yield _preview_one(uri, resolver, shred, mode)
+
+
+def _preview_one(
+    uri: str, resolver: SchemaResolver, shred: ShredProperty, mode: ColumnMode
+) -> dict[str, Any]:
+    try:
+        key = SchemaKey.parse(uri)
+    except ValueError as error:
+        return {"schema": uri, "error": str(error)}
+    try:
+        resolution = resolver.resolve(key)
+    except RegistryUnavailable as error:
+        return {"schema": uri, "error": f"registry unavailable: {error}"}
+    if isinstance(resolution, SchemaNotFound):
+        tried = ", ".join(attempt.repository for attempt in resolution.lookup_history)
+        return {"schema": uri, "error": f"schema not found (looked up in: {tried or 'none'})"}
+    return column_field(key, resolution.schema, shred, mode).to_api()
+
+
+def _expand(arguments: Iterable[str], stdin: TextIO) -> Iterator[str]:
+    for argument in arguments:
+        if argument == "-":
+            yield from (line.strip() for line in stdin if line.strip())
+        else:
+            yield argument
+
+
+def _shred_property(text: str) -> ShredProperty:
+    try:
+        return ShredProperty(text.upper())
+    except ValueError:
+        choices = ", ".join(ShredProperty)
+        raise argparse.ArgumentTypeError(
+            f"invalid shred property {text!r} (choose from {choices})"
+        ) from None

@@ -1,0 +1,80 @@
+"""GcsBlobStore against gcp-storage-emulator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from plowline_cloud.storage import GcsBlobStore
+from plowline_core.errors import PermanentError
+
+BUCKET = "plowline-dead-end"
+
+
+@pytest.fixture
+def store(gcs: Any, blob_prefix: str) -> GcsBlobStore:
+    """A blob store under a fresh prefix of the provisioned dead-end bucket."""
+    return GcsBlobStore(gcs, BUCKET, blob_prefix)
+
+
+def test_put_then_get(store: GcsBlobStore) -> None:
+    """An object written with put reads back byte for byte."""
+    store.put("a/1.ndjson", b'{"x":1}\n')
+    expected = b'{"x":1}\n'
+    assert expected == store.get("a/1.ndjson")
+
+
+def test_put_sets_content_type(store: GcsBlobStore, gcs: Any, blob_prefix: str) -> None:
+    """The object carries the content type given to put."""
+    store.put("typed.json", b"{}", content_type="application/json")
+    blob = gcs.bucket(BUCKET).get_blob(f"{blob_prefix}/typed.json")
+    expected = "application/json"
+    assert expected == blob.content_type
+
+
+def test_put_refuses_overwrite(store: GcsBlobStore) -> None:
+    """Writing a name that exists raises PermanentError and keeps the first content."""
+    store.put("once", b"first")
+    with pytest.raises(PermanentError, match="already exists"):
+        store.put("once", b"second")
+    expected = b"first"
+    assert expected == store.get("once")
+
+
+def test_list_is_sorted_and_relative(store: GcsBlobStore) -> None:
+    """list returns the names under a prefix, relative to the store's prefix, sorted."""
+    for name in ("b/2", "a/1", "b/1", "c"):
+        store.put(name, b".")
+    expected = (["a/1", "b/1", "b/2", "c"], ["b/1", "b/2"])
+    assert expected == (store.list(), store.list("b/"))
+
+
+def test_get_missing_is_permanent(store: GcsBlobStore) -> None:
+    """Reading a name that does not exist raises PermanentError."""
+    with pytest.raises(PermanentError, match="404"):
+        store.get("missing")
+
+
+def test_move(store: GcsBlobStore) -> None:
+    """move puts the content under the new name and removes the old one."""
+    store.put("incoming/x", b"payload")
+    store.move("incoming/x", "done/x")
+    expected = (["done/x"], b"payload")
+    assert expected == (store.list(), store.get("done/x"))
+
+
+def test_move_after_interrupted_move(store: GcsBlobStore) -> None:
+    """A destination already holding the same content only gets the source deleted."""
+    store.put("incoming/x", b"payload")
+    store.put("done/x", b"payload")
+    store.move("incoming/x", "done/x")
+    expected = ["done/x"]
+    assert expected == store.list()
+
+
+def test_move_refuses_other_content(store: GcsBlobStore) -> None:
+    """A destination holding other content is not overwritten."""
+    store.put("incoming/x", b"new")
+    store.put("done/x", b"old")
+    with pytest.raises(PermanentError, match="already exists"):
+        store.move("incoming/x", "done/x")
