@@ -1,0 +1,100 @@
+"""The mutator's one composition root: the only place that builds Google clients and adapters.
+
+Every subcommand calls ``build_runtime`` (or ``build_table_client`` for ``create``) with
+its validated settings; the service layer and the HTTP API receive what is built here.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from google.cloud import bigquery
+from plowline_cloud.clients import bigquery_client, subscriber_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.iglu import load_resolver
+from plowline_cloud.pubsub import PubSubSubscriber
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.config import BigQueryConfig
+from plowline_core.errors import ConfigError
+from plowline_core.iglu.resolver import Resolver
+
+from plowline_mutator.listener import TypesListener
+from plowline_mutator.metrics import MutatorMetrics
+from plowline_mutator.mutation import Mutator
+from plowline_mutator.settings import MutatorSettings
+
+
+@dataclass
+class Runtime:
+    """What a running mutator holds: table config, clients, adapters and the service."""
+
+    settings: MutatorSettings
+    table: BigQueryConfig
+    bigquery: bigquery.Client
+    resolver: Resolver
+    schema_store: BigQueryTableSchemaStore
+    mutator: Mutator
+    metrics: MutatorMetrics
+    _closers: list[Any] = field(default_factory=list)
+
+    def subscriber(self) -> PubSubSubscriber:
+        """Return a subscriber on the types subscription of the config."""
+        client = subscriber_client(self.settings.pubsub_emulator_host)
+        self._closers.append(client)
+        path = client.subscription_path(self.table.project_id, self.table.types_subscription)
+        return PubSubSubscriber(client, str(path), callback_threads=4)
+
+    def listener(self) -> TypesListener:
+        """Return the types listener over this runtime's mutator."""
+        return TypesListener(
+            self.mutator,
+            self.metrics,
+            retry_delay=self.settings.retry_delay,
+            verbose=self.settings.verbose,
+        )
+
+    def close(self) -> None:
+        """Close the clients this runtime opened."""
+        for closer in self._closers:
+            closer.close()
+        self.bigquery.close()  # type: ignore[no-untyped-call]  # untyped in the client
+
+
+def load_table_config(path: Path) -> BigQueryConfig:
+    """Read the ``bigquery_config`` self-describing JSON.
+
+    Raises:
+        ConfigError: unreadable, not JSON, or invalid (the message names the file).
+    """
+    try:
+        return BigQueryConfig.parse(orjson.loads(path.read_bytes()))
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config: {error.strerror}") from error
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"{path}: the config is not JSON: {error}") from error
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error
+
+
+def build_table_client(settings: MutatorSettings) -> tuple[BigQueryConfig, bigquery.Client]:
+    """Return the table config and a BigQuery client for its project."""
+    settings.require("config")
+    assert settings.config is not None  # checked by require
+    table = load_table_config(settings.config)
+    return table, bigquery_client(table.project_id, settings.bigquery_emulator_host)
+
+
+def build_runtime(settings: MutatorSettings) -> Runtime:
+    """Build clients, the resolver, the schema store and the mutator from settings."""
+    settings.require("config", "resolver")
+    assert settings.resolver is not None  # checked by require
+    clock = SystemClock()
+    resolver = load_resolver(settings.resolver, clock)
+    table, client = build_table_client(settings)
+    store = BigQueryTableSchemaStore(client, table.table_ref, settings.refresh_interval, clock)
+    mutator = Mutator(resolver, store, settings.column_mode, threading.Lock())
+    return Runtime(settings, table, client, resolver, store, mutator, MutatorMetrics())

@@ -1,0 +1,98 @@
+"""Consume the types subscription: one message's types become columns, then the ack.
+
+Notes:
+    At least once: a message is acked only after every column it needs exists (or can
+    never exist: see below). Outcomes per message:
+
+    - malformed payload (not JSON, not a types array): logged and ACKED, since no retry
+      can ever make it readable;
+    - schema not found: logged with its key and acked (the loader publishes the type again
+      when it sees it again, by which time the schema may be published);
+    - column conflict (the table holds the name under another type): logged and acked;
+    - registry or BigQuery failing (``TransientError``) or BigQuery refusing the patch
+      (``PermanentError``, e.g. the table is missing): logged and NACKED after
+      ``retry_delay`` seconds, so Pub/Sub redelivers it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import structlog
+from plowline_cloud.pubsub import Delivery
+from plowline_core.errors import PlowlineError, RegistryUnavailable, TransientError
+from plowline_core.messages import MessageError, decode_types
+
+from plowline_mutator.metrics import MutatorMetrics
+from plowline_mutator.mutation import Mutator
+
+_log = structlog.get_logger("plowline.mutator.listener")
+SOURCE = "listener"
+
+
+class TypesListener:
+    """Handle types-topic deliveries with a ``Mutator`` (the subscriber's callback)."""
+
+    def __init__(
+        self,
+        mutator: Mutator,
+        metrics: MutatorMetrics,
+        *,
+        retry_delay: float = 1.0,
+        verbose: bool = False,
+        wait: Callable[[float], object] | None = None,
+    ) -> None:
+        self._mutator = mutator
+        self._metrics = metrics
+        self._retry_delay = retry_delay
+        self._verbose = verbose
+        self._stopping = threading.Event()
+        self._wait = wait or self._stopping.wait
+
+    def stop(self) -> None:
+        """Cut short any pending retry delay (on shutdown)."""
+        self._stopping.set()
+
+    def __call__(self, delivery: Delivery) -> None:
+        """Handle one delivery: add its columns, then ack; nack on a failure worth retrying."""
+        types = decode_types(delivery.data)
+        if isinstance(types, MessageError):
+            _log.error(
+                "malformed types message acked", message_id=delivery.message_id, error=types.message
+            )
+            self._metrics.failed(SOURCE, "malformed")
+            delivery.ack()
+            return
+        if self._verbose:
+            _log.info(
+                "types received",
+                message_id=delivery.message_id,
+                types=[f"{t.shred_property.value} {t.schema.to_uri()}" for t in types],
+            )
+        started = time.monotonic()
+        try:
+            result = self._mutator.add_types(types)
+        except PlowlineError as error:
+            self._give_back(delivery, error)
+            return
+        self._metrics.record(SOURCE, result, len(types), time.monotonic() - started)
+        delivery.ack()
+
+    def _give_back(self, delivery: Delivery, error: PlowlineError) -> None:
+        kind = "registry" if isinstance(error, RegistryUnavailable) else _kind(error)
+        _log.warning(
+            "types message not handled, nacked for redelivery",
+            message_id=delivery.message_id,
+            kind=kind,
+            error=str(error),
+        )
+        self._metrics.failed(SOURCE, kind)
+        # A short pause keeps an outage from turning into a hot redelivery loop.
+        self._wait(self._retry_delay)
+        delivery.nack()
+
+
+def _kind(error: PlowlineError) -> str:
+    return "transient" if isinstance(error, TransientError) else "permanent"

@@ -1,0 +1,58 @@
+"""The mutator's Prometheus metrics, on a registry of its own (never the global one)."""
+
+from __future__ import annotations
+
+from plowline_cloud.metrics import MetricsRegistry
+
+from plowline_mutator.mutation import MutationResult
+
+#: Mutation latency buckets (seconds): the target is under one second.
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0)
+
+
+class MutatorMetrics:
+    """Counters and a histogram shared by the listener and the HTTP API.
+
+    Notes:
+        ``source`` is ``listener`` or ``http``; ``kind`` of an error is one of
+        ``malformed``, ``unknown_schema``, ``conflict``, ``registry``, ``transient``,
+        ``permanent``.
+    """
+
+    def __init__(self, registry: MetricsRegistry | None = None) -> None:
+        self.registry = registry or MetricsRegistry("mutator")
+        self.types_received = self.registry.counter(
+            "mutator_types_received_total", "Entity types received", ["source"]
+        )
+        self.columns_added = self.registry.counter(
+            "mutator_columns_added_total", "Columns added or widened", ["source"]
+        )
+        self.errors = self.registry.counter(
+            "mutator_errors_total",
+            "Types or messages that could not be handled",
+            ["source", "kind"],
+        )
+        self.latency = self.registry.histogram(
+            "mutator_mutation_seconds",
+            "Time to make the table hold the types of one request or message",
+            ["source"],
+            buckets=_LATENCY_BUCKETS,
+        )
+
+    def record(self, source: str, result: MutationResult, types: int, seconds: float) -> None:
+        """Count one handled request or message."""
+        self.types_received.labels(source).inc(types)
+        self.columns_added.labels(source).inc(len(result.added))
+        if result.unknown:
+            self.errors.labels(source, "unknown_schema").inc(len(result.unknown))
+        if result.conflicts:
+            self.errors.labels(source, "conflict").inc(len(result.conflicts))
+        self.latency.labels(source).observe(seconds)
+
+    def failed(self, source: str, kind: str) -> None:
+        """Count one failure of the given kind."""
+        self.errors.labels(source, kind).inc()
+
+    def render(self) -> bytes:
+        """Return the metrics in the Prometheus text format."""
+        return self.registry.render()

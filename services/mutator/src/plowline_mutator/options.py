@@ -1,0 +1,70 @@
+"""Flags shared by the mutator's subcommands, and the wrapper that turns errors into exit codes.
+
+Exit codes: 0 done, 1 the job failed (BigQuery, Pub/Sub or Iglu refused or failed),
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeAlias
+
+import structlog
+from plowline_cloud.logging import configure_logging
+from plowline_core.errors import ConfigError, PlowlineError
+from plowline_core.schema.entity import ColumnMode
+
+from plowline_mutator.settings import MutatorSettings, settings_from_args
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SERVICE = "plowline-mutator"
+
+# A string alias: _SubParsersAction is generic only to type checkers.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Job = Callable[[MutatorSettings, argparse.Namespace], int]
+
+
+def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
+    """Add ``--config`` (and ``--resolver``) and the column mode."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="bigquery_config self-describing JSON (or PLOWLINE_MUTATOR_CONFIG)",
+    )
+    if resolver:
+        parser.add_argument(
+            "--resolver",
+            type=Path,
+            metavar="FILE",
+            help="Iglu resolver config JSON (or PLOWLINE_MUTATOR_RESOLVER)",
+        )
+        parser.add_argument(
+            "--column-mode",
+            type=ColumnMode,
+            choices=list(ColumnMode),
+            help="full: one column per full SchemaVer (default); major: one per model",
+        )
+
+
+def run_job(job: Job, args: argparse.Namespace) -> int:
+    """Build settings, configure logging and run ``job``; map errors to exit codes."""
+    try:
+        settings = settings_from_args(args)
+    except ConfigError as error:
+        print(f"{SERVICE}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    level = "DEBUG" if settings.verbose else settings.log_level
+    configure_logging(SERVICE, level, settings.log_json)
+    log = structlog.get_logger("plowline.mutator")
+    try:
+        return job(settings, args)
+    except ConfigError as error:
+        print(f"{SERVICE}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except PlowlineError as error:
+        log.error("command failed", command=args.command, error=str(error))
+        return EXIT_FAILED

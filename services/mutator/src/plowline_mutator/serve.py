@@ -1,0 +1,84 @@
+"""``plowline-mutator serve``: the HTTP API (and, unless ``--no-listen``, the types listener).
+
+Every mutating route needs ``Authorization: Bearer <token>``; the token comes from
+``PLOWLINE_MUTATOR_TOKEN`` or ``--token-file``. Without one, serve refuses to start
+unless ``--insecure-no-auth`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import structlog
+import uvicorn
+
+from plowline_mutator.api import ApiContext, create_app
+from plowline_mutator.bootstrap import build_runtime
+from plowline_mutator.listen import ListenerRun
+from plowline_mutator.options import EXIT_OK, Subparsers, add_config, run_job
+from plowline_mutator.settings import MutatorSettings
+
+_log = structlog.get_logger("plowline.mutator.serve")
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``serve`` subcommand to the CLI."""
+    parser = subparsers.add_parser(
+        "serve", help="serve the HTTP API (and listen for types)", description=__doc__
+    )
+    add_config(parser)
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to bind (default 8080)")
+    parser.add_argument(
+        "--no-listen",
+        dest="no_listen",
+        action="store_true",
+        help="serve the API only; do not consume the types subscription",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="file holding the API token (else PLOWLINE_MUTATOR_TOKEN)",
+    )
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        default=None,
+        help="serve without authentication (local development only)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="log every message's types (and debug logs)",
+    )
+    parser.set_defaults(handler=lambda args: run_job(_serve, args))
+
+
+def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
+    settings.require_auth()
+    if settings.token is None:
+        _log.warning("serving WITHOUT authentication (--insecure-no-auth)")
+    runtime = build_runtime(settings)
+    listener = None if args.no_listen else ListenerRun(runtime)
+
+    def ready() -> bool:
+        return listener is None or listener.running
+
+    context = ApiContext(
+        runtime.mutator, runtime.schema_store, runtime.metrics, settings.token, ready
+    )
+    config = uvicorn.Config(
+        create_app(context), host=settings.host, port=settings.port, log_config=None
+    )
+    try:
+        if listener is not None:
+            listener.start()
+        uvicorn.Server(config).run()  # returns on SIGINT/SIGTERM
+    finally:
+        if listener is not None:
+            listener.stop()
+        runtime.close()
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""The mutator's settings: command-line flags over ``PLOWLINE_MUTATOR_*`` environment variables.
+
+Every subcommand builds one ``MutatorSettings`` at start (``settings_from_args``) and passes
+it down; nothing else reads the environment. The emulator endpoints use the standard
+Google names (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``), unset on GCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from plowline_core.errors import ConfigError
+from plowline_core.schema.entity import ColumnMode
+from pydantic import AliasChoices, SecretStr, ValidationError, field_validator
+from pydantic import Field as Setting
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Command-line attributes copied onto settings of the same name when given.
+_FROM_ARGS = (
+    "config",
+    "resolver",
+    "column_mode",
+    "host",
+    "port",
+    "insecure_no_auth",
+    "refresh_interval",
+    "verbose",
+)
+
+
+class MutatorSettings(BaseSettings):
+    """Everything the mutator needs to start, validated once."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PLOWLINE_MUTATOR_", extra="forbid", frozen=True, populate_by_name=True
+    )
+
+    config: Path | None = None
+    resolver: Path | None = None
+    column_mode: ColumnMode = ColumnMode.FULL
+    host: str = "127.0.0.1"
+    port: int = Setting(default=8080, ge=0, le=65535)
+    token: SecretStr | None = None
+    insecure_no_auth: bool = False
+    refresh_interval: float = Setting(default=60.0, gt=0)
+    retry_delay: float = Setting(default=1.0, ge=0)
+    verbose: bool = False
+    log_level: str = "INFO"
+    log_json: bool = True
+    pubsub_emulator_host: str | None = Setting(
+        default=None,
+        validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST"),
+    )
+    bigquery_emulator_host: str | None = Setting(
+        default=None,
+        validation_alias=AliasChoices("bigquery_emulator_host", "BIGQUERY_EMULATOR_HOST"),
+    )
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_blank(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("the API token must not be blank")
+        return value
+
+    def require(self, *names: str) -> None:
+        """Raise ConfigError naming each of the given settings that is unset."""
+        missing = [name for name in names if getattr(self, name) is None]
+        if missing:
+            flags = ", ".join(f"--{name}" for name in missing)
+            raise ConfigError(f"missing {flags} (or PLOWLINE_MUTATOR_{missing[0].upper()})")
+
+    def require_auth(self) -> None:
+        """Refuse to serve without a token unless ``--insecure-no-auth`` was given."""
+        if self.token is None and not self.insecure_no_auth:
+            raise ConfigError(
+                "no API token: set PLOWLINE_MUTATOR_TOKEN or --token-file, "
+                "or pass --insecure-no-auth to serve without authentication"
+            )
+
+
+def settings_from_args(args: argparse.Namespace, **overrides: Any) -> MutatorSettings:
+    """Build the settings from parsed flags (which win) and the environment.
+
+    Raises:
+        ConfigError: a value is invalid or the token file cannot be read.
+    """
+    values: dict[str, Any] = {
+        name: getattr(args, name) for name in _FROM_ARGS if getattr(args, name, None) is not None
+    }
+    if values.get("insecure_no_auth") is False:
+        del values["insecure_no_auth"]  # absent flag: let the environment decide
+    if values.get("verbose") is False:
+        del values["verbose"]
+    token_file: Path | None = getattr(args, "token_file", None)
+    if token_file is not None:
+        values["token"] = _read_token(token_file)
+    values.update(overrides)
+    try:
+        return MutatorSettings(**values)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None
+
+
+def _read_token(path: Path) -> SecretStr:
+    try:
+        return SecretStr(path.read_text().strip())
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the token file: {error.strerror}") from error

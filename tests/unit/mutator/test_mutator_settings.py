@@ -1,0 +1,115 @@
+"""The mutator's settings (flags over PLOWLINE_MUTATOR_* env) and its command-line parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from plowline_core.errors import ConfigError
+from plowline_core.schema.entity import ColumnMode
+from plowline_mutator.cli import build_parser
+from plowline_mutator.settings import MutatorSettings, settings_from_args
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start every test without mutator or emulator variables."""
+    for name in ("TOKEN", "PORT", "HOST", "COLUMN_MODE", "INSECURE_NO_AUTH"):
+        monkeypatch.delenv(f"PLOWLINE_MUTATOR_{name}", raising=False)
+    monkeypatch.delenv("BIGQUERY_EMULATOR_HOST", raising=False)
+
+
+def parse(*argv: str) -> MutatorSettings:
+    """Parse a command line and build its settings."""
+    return settings_from_args(build_parser().parse_args(list(argv)))
+
+
+def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--port overrides PLOWLINE_MUTATOR_PORT."""
+    monkeypatch.setenv("PLOWLINE_MUTATOR_PORT", "9000")
+    expected = 9100
+    assert expected == parse("serve", "--port", "9100").port
+
+
+def test_environment_fills_what_flags_leave_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLOWLINE_MUTATOR_COLUMN_MODE applies when --column-mode is absent."""
+    monkeypatch.setenv("PLOWLINE_MUTATOR_COLUMN_MODE", "major")
+    expected = ColumnMode.MAJOR
+    assert expected == parse("listen").column_mode
+
+
+def test_defaults_serve_on_port_8080() -> None:
+    """Without flags or env, serve binds 127.0.0.1:8080."""
+    settings = parse("serve")
+    expected = ("127.0.0.1", 8080)
+    assert expected == (settings.host, settings.port)
+
+
+def test_emulator_endpoint_comes_from_the_standard_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BIGQUERY_EMULATOR_HOST is read under its Google name."""
+    monkeypatch.setenv("BIGQUERY_EMULATOR_HOST", "http://127.0.0.1:9050")
+    expected = "http://127.0.0.1:9050"
+    assert expected == parse("listen").bigquery_emulator_host
+
+
+def test_token_file_is_read_and_kept_secret(tmp_path: Path) -> None:
+    """--token-file gives a SecretStr token, stripped of its newline."""
+    token = tmp_path / "token"
+    token.write_text("abc123\n")
+    settings = parse("serve", "--token-file", str(token))
+    expected = ("abc123", "**********")
+    secret = settings.token.get_secret_value() if settings.token else None
+    assert expected == (secret, str(settings.token))
+
+
+def test_serving_without_a_token_is_refused() -> None:
+    """No token and no --insecure-no-auth is a ConfigError at start."""
+    with pytest.raises(ConfigError, match="no API token"):
+        parse("serve").require_auth()
+
+
+def test_insecure_flag_allows_serving_without_a_token() -> None:
+    """--insecure-no-auth lets serve start without a token."""
+    parse("serve", "--insecure-no-auth").require_auth()
+
+
+def test_blank_token_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blank PLOWLINE_MUTATOR_TOKEN is refused."""
+    monkeypatch.setenv("PLOWLINE_MUTATOR_TOKEN", "  ")
+    with pytest.raises(ConfigError, match="token"):
+        parse("serve")
+
+
+def test_out_of_range_port_is_invalid() -> None:
+    """A port above 65535 is refused with the setting named."""
+    with pytest.raises(ConfigError, match="port"):
+        parse("serve", "--port", "70000")
+
+
+def test_missing_config_is_named() -> None:
+    """require() names the missing flag."""
+    with pytest.raises(ConfigError, match="--config"):
+        parse("listen").require("config")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(
+            ["add-column", "--schema", "iglu:bad", "--shred-property", "CONTEXTS"], id="bad-uri"
+        ),
+        pytest.param(
+            ["add-column", "--schema", "iglu:com.acme/a/jsonschema/1-0-0", "--shred-property", "X"],
+            id="bad-property",
+        ),
+        pytest.param(["create", "--partitioningType", "hour"], id="hour-partitioning"),
+    ],
+)
+def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
+    """Malformed flags exit with status 2 before anything is built."""
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    expected = 2
+    assert expected == exit_info.value.code
