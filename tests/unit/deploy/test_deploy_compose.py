@@ -1,0 +1,166 @@
+"""docker-compose.yml: the emulators, provisioning order, and the four services built from deploy/docker."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+SERVICES = {
+    "loader": "plowline-loader",
+    "mutator": "plowline-mutator",
+    "repeater": "plowline-repeater",
+    "deadletter": "plowline-deadletter",
+}
+STAND_INS = ["bigquery", "storage", "provision"]
+
+
+def _service(deploy: Any, name: str) -> dict[str, Any]:
+    service: dict[str, Any] = deploy.load_compose()["services"][name]
+    return service
+
+
+def test_compose_defines_the_stack(deploy: Any) -> None:
+    """The file has the Pub/Sub emulator, the two stand-ins, provisioning and the four services."""
+    expected = {"pubsub", "bigquery", "storage", "provision", *SERVICES}
+    assert expected == set(deploy.load_compose()["services"])
+
+
+def test_compose_pubsub_is_googles_pinned_emulator_image(deploy: Any) -> None:
+    """Pub/Sub runs Google's google-cloud-cli emulators image, pinned, listening on 0.0.0.0:8085."""
+    pubsub = _service(deploy, "pubsub")
+    pinned = re.fullmatch(
+        r"gcr\.io/google\.com/cloudsdktool/google-cloud-cli:\d+\.\d+\.\d+-emulators",
+        pubsub["image"],
+    )
+    actual = (bool(pinned), pubsub["command"][:5], "--host-port=0.0.0.0:8085" in pubsub["command"])
+    expected = (True, ["gcloud", "beta", "emulators", "pubsub", "start"], True)
+    assert expected == actual
+
+
+@pytest.mark.parametrize("name", STAND_INS)
+def test_compose_stand_ins_use_the_devstack_image(deploy: Any, name: str) -> None:
+    """BigQuery, Cloud Storage and provisioning run the devstack image built from its Dockerfile."""
+    build = _service(deploy, name)["build"]
+    exists = (deploy.repo / build["context"] / build["dockerfile"]).is_file()
+    expected = ("deploy/docker/devstack.Dockerfile", True)
+    assert expected == (build["dockerfile"], exists)
+
+
+def test_compose_bigquery_runs_the_corrected_emulator(deploy: Any) -> None:
+    """BigQuery is plowline's launcher (fidelity corrections on), bound to all interfaces."""
+    bigquery = _service(deploy, "bigquery")
+    actual = (bigquery["entrypoint"], "--host=0.0.0.0" in bigquery["command"])
+    expected = (["python", "-m", "plowline_devstack.bigquery"], True)
+    assert expected == actual
+
+
+def test_compose_provisioning_waits_for_healthy_emulators(deploy: Any) -> None:
+    """Provisioning starts once Pub/Sub, BigQuery and Cloud Storage report healthy."""
+    depends = _service(deploy, "provision")["depends_on"]
+    expected = dict.fromkeys(["pubsub", "bigquery", "storage"], "service_healthy")
+    assert expected == {name: d["condition"] for name, d in depends.items()}
+
+
+def test_compose_provisioning_script_and_file_exist(deploy: Any) -> None:
+    """The provisioning entry point and file it names are in deploy/compose, mounted read-only."""
+    provision = _service(deploy, "provision")
+    mount = provision["volumes"][0]
+    script = provision["entrypoint"][-1].replace(mount["target"], mount["source"])
+    config = deploy.flag(provision["command"], "--config").replace(mount["target"], mount["source"])
+    actual = (
+        (deploy.repo / script).is_file(),
+        (deploy.repo / config).is_file(),
+        mount["read_only"],
+    )
+    expected = (True, True, True)
+    assert expected == actual
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_service_is_built_from_its_dockerfile(deploy: Any, name: str) -> None:
+    """Each service builds deploy/docker/<name>.Dockerfile, which exists."""
+    build = _service(deploy, name)["build"]
+    exists = (deploy.repo / build["context"] / build["dockerfile"]).is_file()
+    assert (f"deploy/docker/{name}.Dockerfile", True) == (build["dockerfile"], exists)
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_service_command_is_accepted_by_its_cli(deploy: Any, name: str) -> None:
+    """The command (arguments to the console-script ENTRYPOINT) parses with the service's CLI."""
+    service = _service(deploy, name)
+    deploy.check_service_args(SERVICES[name], service["command"])
+    assert None is service.get("entrypoint")
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_service_publishes_and_checks_its_health_port(deploy: Any, name: str) -> None:
+    """The service's health port is published on loopback and its healthcheck GETs /healthz there."""
+    service = _service(deploy, name)
+    port = deploy.health_port(SERVICES[name])
+    check = " ".join(service["healthcheck"]["test"])
+    actual = (service["ports"], f"127.0.0.1:{port}/healthz" in check)
+    expected = ([f"127.0.0.1:{port}:{port}"], True)
+    assert expected == actual
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_service_points_at_the_emulators(deploy: Any, name: str) -> None:
+    """The emulator variables name compose hosts, with a scheme only where the clients need one."""
+    env = _service(deploy, name)["environment"]
+    actual = {
+        k: env[k]
+        for k in ("PUBSUB_EMULATOR_HOST", "BIGQUERY_EMULATOR_HOST", "STORAGE_EMULATOR_HOST")
+    }
+    expected = {
+        "PUBSUB_EMULATOR_HOST": "pubsub:8085",
+        "BIGQUERY_EMULATOR_HOST": "http://bigquery:9050",
+        "STORAGE_EMULATOR_HOST": "http://storage:9023",
+    }
+    assert expected == actual
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_service_starts_after_provisioning_with_read_only_configs(
+    deploy: Any, name: str
+) -> None:
+    """Services wait for provisioning to finish and mount the example configs read-only."""
+    service = _service(deploy, name)
+    mount = next(v for v in service["volumes"] if v["target"] == "/etc/plowline")
+    actual = (
+        service["depends_on"],
+        mount["read_only"],
+        (deploy.repo / mount["source"] / "config.json").is_file(),
+    )
+    expected = ({"provision": {"condition": "service_completed_successfully"}}, True, True)
+    assert expected == actual
+
+
+def test_compose_provisions_what_the_configs_and_commands_name(deploy: Any) -> None:
+    """Every subscription and bucket the config and the service commands use is provisioned."""
+    examples = deploy.repo / "libs/devstack/src/plowline_devstack/examples"
+    config = json.loads((examples / "config.json").read_text())["data"]
+    plan = json.loads((deploy.repo / "deploy/compose/provisioning.json").read_text())
+    repeater = _service(deploy, "repeater")["command"]
+    deadletter = _service(deploy, "deadletter")["command"]
+    subscriptions = {
+        config["input"],
+        config["typesSubscription"],
+        deploy.flag(repeater, "--failedInsertsSub"),
+        deploy.flag(deadletter, "--badRowsSub"),
+    }
+    buckets = {
+        deploy.flag(repeater, "--deadEndBucket").removeprefix("gs://").split("/")[0],
+        deploy.flag(deadletter, "--bucket").removeprefix("gs://").split("/")[0],
+    }
+    topics = {config["typesTopic"], config["badRows"], config["failedInserts"]}
+    actual = (
+        subscriptions <= set(plan["subscriptions"]),
+        buckets <= set(plan["buckets"]),
+        topics <= set(plan["topics"]),
+        plan["project"] == config["projectId"],
+    )
+    expected = (True, True, True, True)
+    assert expected == actual
