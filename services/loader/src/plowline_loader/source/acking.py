@@ -1,0 +1,118 @@
+"""Ack Pub/Sub deliveries in the Spark task that processed them, once they are durable.
+
+Usage::
+
+    def process(rows: list[Row]) -> Collection[str] | None:
+        ...  # transform, insert, publish; return the ack ids NOT yet durable (or None)
+
+    stream.writeStream.foreachBatch(acking_batch_writer(process, emulator_host=host)).start()
+
+Notes:
+    ``AckingPartition`` runs on the executor inside ``foreachPartition``: it collects the
+    partition's rows (bounded by the source's per-partition budgets), starts a lease
+    extender over their ack ids, calls the processor, then acks every ack id the processor
+    did not hand back, and nacks the ones it did (redelivered at once). If the processor
+    raises, every ack id of the partition is nacked and the error propagates, so the task
+    fails and Spark retries or stops the query: the messages come back, none is lost.
+    The processor must only return after its writes are durable (insert returned,
+    publish futures resolved): returning is the promise that acking is safe.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import structlog
+from plowline_core.errors import PlowlineError
+from pyspark.sql import DataFrame, Row
+
+from plowline_loader.source.lease import LeaseExtender
+from plowline_loader.source.subscription import Subscription
+
+_log = structlog.get_logger("plowline.loader.source")
+
+PartitionProcessor = Callable[[list[Row]], Collection[str] | None]
+
+
+@dataclass(frozen=True)
+class AckingPartition:
+    """A picklable ``foreachPartition`` function: lease, process, then ack or nack.
+
+    Notes:
+        ``lease_interval_s`` must be below ``ack_deadline_s``; one extension may fail
+        without the lease lapsing when it is at most a third of it (the default).
+    """
+
+    process: PartitionProcessor
+    emulator_host: str | None = None
+    ack_deadline_s: int = 60
+    lease_interval_s: float = 20.0
+
+    def __call__(self, rows: Iterable[Row]) -> None:
+        """Process one partition's rows and settle their deliveries."""
+        batch = list(rows)
+        if not batch:
+            return
+        ack_ids = _ack_ids_by_subscription(batch)
+        subscriptions = {path: Subscription(path, self.emulator_host) for path in ack_ids}
+        with ExitStack() as leases:
+            for path, ids in ack_ids.items():
+                leases.enter_context(
+                    LeaseExtender(
+                        subscriptions[path],
+                        ids,
+                        deadline_s=self.ack_deadline_s,
+                        interval_s=self.lease_interval_s,
+                    )
+                )
+            try:
+                not_durable = frozenset(self.process(batch) or ())
+            except BaseException:
+                _nack_after_failure(subscriptions, ack_ids)
+                raise
+            for path, ids in ack_ids.items():
+                subscriptions[path].ack([i for i in ids if i not in not_durable])
+                subscriptions[path].nack([i for i in ids if i in not_durable])
+
+
+def _nack_after_failure(
+    subscriptions: dict[str, Subscription], ack_ids: dict[str, list[str]]
+) -> None:
+    # Best effort: the processor's error is the one to report. Ack ids not nacked here
+    # come back anyway when their deadline passes.
+    for path, ids in ack_ids.items():
+        try:
+            subscriptions[path].nack(ids)
+        except PlowlineError as error:
+            _log.warning("nack_failed", subscription=path, ack_ids=len(ids), error=str(error))
+
+
+def _ack_ids_by_subscription(rows: list[Row]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        grouped[row["subscription"]].append(row["ack_id"])
+    return dict(grouped)
+
+
+def acking_batch_writer(
+    process: PartitionProcessor,
+    *,
+    emulator_host: str | None = None,
+    ack_deadline_s: int = 60,
+    lease_interval_s: float = 20.0,
+) -> Callable[[DataFrame, int], None]:
+    """Return a ``foreachBatch`` function that runs ``AckingPartition`` on every partition.
+
+    Notes:
+        It runs exactly one action on the micro-batch DataFrame: a second action would
+        re-run the source's ``read()`` and pull other messages.
+    """
+    acking = AckingPartition(process, emulator_host, ack_deadline_s, lease_interval_s)
+
+    def write_batch(frame: DataFrame, batch_id: int) -> None:
+        frame.foreachPartition(acking)
+
+    return write_batch

@@ -1,0 +1,306 @@
+"""Pub/Sub as a Spark Structured Streaming source (Python Data Source API, pyspark 4.3).
+
+Usage::
+
+    register_pubsub_source(spark)
+    stream = (spark.readStream.format("pubsub")
+              .option("subscription", "projects/p/subscriptions/s")
+              .option("emulatorHost", "127.0.0.1:8085")      # omit for Google
+              .load())
+    stream.writeStream.foreachBatch(acking_batch_writer(process)).start()
+
+Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pretend to):
+
+- **Offsets are a batch counter** ``{"batch": n}``. They name a micro-batch, not data.
+  ``latestOffset`` returns ``start + 1`` only when a probe pull on the driver-side reader
+  process got a message; otherwise it returns ``start``, so Spark plans no empty batches
+  and ``processAllAvailable()`` returns once the subscription is drained. The probed
+  message is not nacked (that would inflate its delivery attempts): it travels inside
+  partition 0's descriptor and counts against that partition's budget.
+- **Executors pull.** ``partitions(start, end)`` returns ``numPartitions`` picklable
+  descriptors (subscription, endpoint, budgets, timeouts). ``read()`` pulls on the executor
+  until the partition holds ``maxMessagesPerPartition`` messages or
+  ``maxBytesPerPartition`` bytes, or a pull comes back empty; each pull's ack ids get a
+  receipt extension to ``ackDeadlineSeconds`` before the rows are yielded. Memory per task
+  is bounded by the budgets, whatever the backlog (the byte budget is checked between
+  pulls, so the last pull may overshoot it by one response, at most 1000 messages).
+- **Nothing is acked here.** Rows carry ``ack_id`` and ``subscription``; the sink acks them
+  in the task that processed them, after their outcome is durable, and extends their
+  leases meanwhile (``plowline_loader.source.acking``). ``commit()`` does nothing.
+- **At least once.** A task or process that dies before acking leaves its ack ids to
+  expire (or nacks them when it fails cleanly): Pub/Sub redelivers them to a later pull.
+  A duplicate is possible (ack lost after a durable write); a loss is not.
+- **Restarts.** A committed batch is never re-run. An uncommitted batch in the offset log
+  is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
+  it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
+  correct because no message was acked by the failed run. A task retry does the same.
+
+Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
+re-plans the scan and re-runs ``read()``, pulling other messages; the first action's
+messages come back only after their deadline, and the probe delivery goes to the first
+planning only), and never filter rows out before the acking sink (a dropped row is never
+acked and comes back forever); filter inside the processor instead.
+``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
+from plowline_core.errors import ConfigError
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import (
+    BinaryType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from plowline_loader.source.subscription import MAX_PULL, PulledMessage, Subscription
+
+FORMAT = "pubsub"
+SCHEMA = StructType(
+    [
+        StructField("ack_id", StringType(), False),
+        StructField("subscription", StringType(), False),
+        StructField("message_id", StringType(), False),
+        StructField("publish_time", TimestampType(), False),
+        StructField("data", BinaryType(), False),
+        StructField("attributes", MapType(StringType(), StringType(), False), False),
+    ]
+)
+# After the first pull of a partition, a pull that waits this long and gets nothing means
+# the backlog is drained for now; the next micro-batch picks up what arrives later.
+_DRAIN_TIMEOUT_S = 0.25
+_N = TypeVar("_N", int, float)
+
+
+@dataclass(frozen=True)
+class PubSubSourceOptions:
+    """The options of ``spark.readStream.format("pubsub")``, validated."""
+
+    subscription: str
+    emulator_host: str | None = None
+    num_partitions: int = 2
+    max_messages_per_partition: int = 1000
+    max_bytes_per_partition: int = 16 * 1024 * 1024
+    pull_timeout_s: float = 1.0
+    ack_deadline_s: int = 60
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> PubSubSourceOptions:
+        """Return the options from Spark's (case-insensitive) option map, or raise ConfigError."""
+        subscription = options.get("subscription", "")
+        if not subscription.startswith("projects/") or "/subscriptions/" not in subscription:
+            raise ConfigError(
+                f"pubsub source: option 'subscription' must be projects/P/subscriptions/S, "
+                f"got {subscription!r}"
+            )
+        parsed = cls(
+            subscription=subscription,
+            emulator_host=options.get("emulatorHost") or None,
+            num_partitions=_number(options, "numPartitions", int, cls.num_partitions),
+            max_messages_per_partition=_number(
+                options, "maxMessagesPerPartition", int, cls.max_messages_per_partition
+            ),
+            max_bytes_per_partition=_number(
+                options, "maxBytesPerPartition", int, cls.max_bytes_per_partition
+            ),
+            pull_timeout_s=_number(options, "pullTimeoutSeconds", float, cls.pull_timeout_s),
+            ack_deadline_s=_number(options, "ackDeadlineSeconds", int, cls.ack_deadline_s),
+        )
+        parsed._check()
+        return parsed
+
+    def _check(self) -> None:
+        if min(self.num_partitions, self.max_messages_per_partition) < 1:
+            raise ConfigError(
+                "pubsub source: numPartitions and maxMessagesPerPartition must be >= 1"
+            )
+        if self.max_bytes_per_partition < 1 or self.pull_timeout_s <= 0:
+            raise ConfigError(
+                "pubsub source: maxBytesPerPartition and pullTimeoutSeconds must be > 0"
+            )
+        if not 10 <= self.ack_deadline_s <= 600:
+            raise ConfigError(
+                "pubsub source: ackDeadlineSeconds must be within 10..600 (Pub/Sub's range)"
+            )
+
+
+def _number(options: Mapping[str, str], key: str, kind: type[_N], default: _N) -> _N:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ConfigError(f"pubsub source: option {key!r} must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class PubSubPartition(InputPartition):
+    """What one Spark task needs to pull a bounded slice of a subscription.
+
+    Notes:
+        Picklable (plain values only). ``prefetched`` holds the driver's probe delivery
+        (partition 0 only); it counts against ``max_messages``.
+    """
+
+    index: int
+    subscription: str
+    emulator_host: str | None
+    max_messages: int
+    max_bytes: int
+    pull_timeout_s: float
+    ack_deadline_s: int
+    prefetched: tuple[PulledMessage, ...] = ()
+
+
+def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
+    """Yield the partition's deliveries pull by pull, each extended to the ack deadline."""
+    if partition.prefetched:
+        yield list(partition.prefetched)
+    count = len(partition.prefetched)
+    size = sum(message.size for message in partition.prefetched)
+    timeout_s = partition.pull_timeout_s
+    subscription = Subscription(partition.subscription, partition.emulator_host)
+    while count < partition.max_messages and size < partition.max_bytes:
+        pulled = subscription.pull(min(partition.max_messages - count, MAX_PULL), timeout_s)
+        if not pulled:
+            return
+        # Receipt extension: the rows still have to reach the sink and its lease extender.
+        subscription.modack([message.ack_id for message in pulled], partition.ack_deadline_s)
+        count += len(pulled)
+        size += sum(message.size for message in pulled)
+        timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
+        yield pulled
+
+
+def to_record_batch(
+    messages: list[PulledMessage], subscription: str, schema: pa.Schema
+) -> pa.RecordBatch:
+    """Return the rows of ``messages`` as one Arrow batch of the source's schema."""
+    columns = [
+        pa.array([m.ack_id for m in messages], pa.string()),
+        pa.array([subscription] * len(messages), pa.string()),
+        pa.array([m.message_id for m in messages], pa.string()),
+        pa.array([m.publish_time_us for m in messages], schema.field("publish_time").type),
+        pa.array([m.data for m in messages], pa.binary()),
+        pa.array([list(m.attributes) for m in messages], schema.field("attributes").type),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+@dataclass
+class _Probe:
+    end: int
+    messages: list[PulledMessage]
+
+
+class PubSubStreamReader(DataSourceStreamReader):
+    """Plan batch-counter micro-batches on the driver; pull on executors in ``read``."""
+
+    def __init__(self, options: PubSubSourceOptions) -> None:
+        self.options = options
+        self._probe: _Probe | None = None
+        self._subscription: Subscription | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader into the executors' read function: ship only options.
+        return {"options": self.options, "_probe": None, "_subscription": None}
+
+    def initialOffset(self) -> dict[str, int]:  # noqa: N802 - Spark's hook name
+        """Start every new query at batch 0."""
+        return {"batch": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802 - Spark's hook name
+        """Return ``start + 1`` when a probe pull found a message, else ``start``."""
+        following = start["batch"] + 1
+        if self._probe is not None:
+            if self._probe.end == following:
+                return {"batch": following}
+            self._release_probe()
+        probed = self._driver_subscription().pull(1, self.options.pull_timeout_s)
+        if not probed:
+            return start
+        self._driver_subscription().modack([m.ack_id for m in probed], self.options.ack_deadline_s)
+        self._probe = _Probe(following, probed)
+        return {"batch": following}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[PubSubPartition]:
+        """Return ``numPartitions`` descriptors for a non-empty range, none for an empty one."""
+        if start["batch"] >= end["batch"]:
+            return []
+        prefetched: tuple[PulledMessage, ...] = ()
+        if self._probe is not None and self._probe.end == end["batch"]:
+            prefetched = tuple(self._probe.messages)
+            self._probe = None
+        opts = self.options
+        return [
+            PubSubPartition(
+                index=index,
+                subscription=opts.subscription,
+                emulator_host=opts.emulator_host,
+                max_messages=opts.max_messages_per_partition,
+                max_bytes=opts.max_bytes_per_partition,
+                pull_timeout_s=opts.pull_timeout_s,
+                ack_deadline_s=opts.ack_deadline_s,
+                prefetched=prefetched if index == 0 else (),
+            )
+            for index in range(opts.num_partitions)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Pull the partition's bounded slice on the executor and yield it as Arrow batches."""
+        if not isinstance(partition, PubSubPartition):
+            raise TypeError(f"pubsub source cannot read {type(partition).__name__}")
+        schema = to_arrow_schema(SCHEMA, timezone="UTC")
+        for pulled in pull_bounded(partition):
+            yield to_record_batch(pulled, partition.subscription, schema)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Do nothing: acks happen in the tasks, after the sink made the rows durable."""
+
+    def stop(self) -> None:
+        """Give an unplanned probe delivery back to Pub/Sub at once."""
+        self._release_probe()
+
+    def _release_probe(self) -> None:
+        if self._probe is not None:
+            self._driver_subscription().nack([m.ack_id for m in self._probe.messages])
+            self._probe = None
+
+    def _driver_subscription(self) -> Subscription:
+        if self._subscription is None:
+            self._subscription = Subscription(self.options.subscription, self.options.emulator_host)
+        return self._subscription
+
+
+class PubSubDataSource(DataSource):
+    """The ``pubsub`` format: a streaming-only source over one subscription."""
+
+    @classmethod
+    def name(cls) -> str:
+        """Return the format name used in ``readStream.format``."""
+        return FORMAT
+
+    def schema(self) -> StructType:
+        """Return the fixed row schema (ack id, subscription, message fields)."""
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> PubSubStreamReader:  # noqa: N802 - Spark's hook name
+        """Return the stream reader configured by this source's options."""
+        return PubSubStreamReader(PubSubSourceOptions.parse(self.options))
+
+
+def register_pubsub_source(spark: SparkSession) -> None:
+    """Make ``spark.readStream.format("pubsub")`` available in ``spark``."""
+    spark.dataSource.register(PubSubDataSource)
