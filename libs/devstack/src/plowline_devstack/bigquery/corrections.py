@@ -1,0 +1,72 @@
+"""The catalogue of BigQuery fidelity corrections and how they are installed.
+
+Each correction restores one behaviour of real BigQuery that bqemulator 1.4.0 gets
+wrong on a path plowline depends on; its module docstring states both behaviours:
+
+* ``table-etag-precondition`` (:mod:`.table_etag`): a table update with a stale
+  ``If-Match`` etag fails with 412, so concurrent schema writers cannot lose a column.
+* ``table-patch-storage`` (:mod:`.table_patch`): tables.patch/update schema changes reach
+  DuckDB storage, so the next insertAll works.
+* ``alter-ddl-catalog`` (:mod:`.alter_ddl`): ``ALTER TABLE … ADD COLUMN`` query jobs
+  show in the catalog (tables.get).
+* ``insert-validation`` (:mod:`.insert_validation`): insertAll rejects unknown fields,
+  missing REQUIRED fields and wrong-typed values per row (``invalid`` / ``stopped``).
+* ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
+  keywords (``inner``, ``order``) no longer break table creation.
+* Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
+
+Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
+when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
+each defect exists without it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import bqemulator.server
+
+from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
+from plowline_devstack.bigquery.interception import CorrectedApp, Correction
+from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
+from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
+from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
+from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
+from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
+
+CORRECTIONS: tuple[Correction, ...] = (
+    TABLE_ETAG_PRECONDITION,
+    TABLE_PATCH_STORAGE,
+    ALTER_DDL_CATALOG,
+    INSERT_VALIDATION,
+    NESTED_NAME_QUOTING,
+    *WRITE_API_CORRECTIONS,
+    GCS_LOAD_SOURCES,
+)
+"""Every correction, in the order routes are matched."""
+
+CORRECTION_NAMES: tuple[str, ...] = tuple(c.name for c in CORRECTIONS)
+
+
+def select(disabled: Iterable[str]) -> tuple[Correction, ...]:
+    """Return the corrections not named in ``disabled``; unknown names are an error."""
+    off = set(disabled)
+    unknown = off - set(CORRECTION_NAMES)
+    if unknown:
+        raise ValueError(f"unknown corrections: {sorted(unknown)}; known: {list(CORRECTION_NAMES)}")
+    return tuple(c for c in CORRECTIONS if c.name not in off)
+
+
+def install(corrections: tuple[Correction, ...]) -> None:
+    """Apply the patch corrections and serve the REST app through the route corrections."""
+    for correction in corrections:
+        if correction.patch is not None:
+            correction.patch()
+    build: Callable[[Any], Any] = bqemulator.server.create_app  # type: ignore[attr-defined]  # the seam: imported, not re-exported
+
+    def create_corrected_app(context: Any) -> Any:
+        return CorrectedApp(build(context), context, corrections)
+
+    bqemulator.server.create_app = create_corrected_app  # type: ignore[attr-defined]  # see above

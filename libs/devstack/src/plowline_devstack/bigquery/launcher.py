@@ -1,0 +1,63 @@
+"""Launch bqemulator in this process: offline start, corrections installed, then serve."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from plowline_devstack.bigquery import corrections, offline
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the launcher's command line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m plowline_devstack.bigquery",
+        description="bqemulator 1.4.0, offline, with plowline's BigQuery fidelity corrections.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="REST and gRPC bind host")
+    parser.add_argument("--port", type=int, default=9050, help="REST port (0 = any free port)")
+    parser.add_argument("--grpc-port", type=int, default=9060, help="gRPC (Storage API) port")
+    parser.add_argument("--project", default="plowline-local", help="default project id")
+    parser.add_argument(
+        "--data-dir", type=Path, help="persist the DuckDB database here (default: in memory)"
+    )
+    parser.add_argument(
+        "--no-corrections", action="store_true", help="serve bqemulator as shipped (no corrections)"
+    )
+    parser.add_argument(
+        "--disable-correction",
+        action="append",
+        default=[],
+        choices=corrections.CORRECTION_NAMES,
+        metavar="NAME",
+        help=f"leave one correction out (repeatable): {', '.join(corrections.CORRECTION_NAMES)}",
+    )
+    parser.add_argument("--log-level", default="warning", help="emulator log level")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Start the emulator and serve until SIGTERM/SIGINT."""
+    args = parse_args(argv)
+    offline.start_offline()
+    disabled = corrections.CORRECTION_NAMES if args.no_corrections else args.disable_correction
+    corrections.install(corrections.select(disabled))
+
+    # Imported late: bqemulator reads BQEMU_* settings from the environment set above.
+    from bqemulator.config import LogLevel, PersistenceMode, Settings
+    from bqemulator.server import run_forever
+
+    persistent = args.data_dir is not None
+    settings = Settings(
+        rest_host=args.host,
+        rest_port=args.port,
+        grpc_host=args.host,
+        grpc_port=args.grpc_port,
+        default_project_id=args.project,
+        enable_format_extensions=False,
+        persistence_mode=PersistenceMode.PERSISTENT if persistent else PersistenceMode.EPHEMERAL,
+        data_dir=args.data_dir,
+        log_level=LogLevel(args.log_level.lower()),
+    )
+    run_forever(settings)

@@ -1,0 +1,248 @@
+"""What the systems hold after a demo run, read from them, and whether every event is accounted for.
+
+:class:`SystemsReader` asks BigQuery (``COUNT``, ``COUNT(DISTINCT event_id)``, the event
+ids, the table schema, sample queries) and Cloud Storage (the bad-row and dead-end
+objects, one bad row per NDJSON line) with the official clients. :class:`Accounting`
+puts each published event id in its place: a table row, a bad row or a dead-end row.
+
+Notes:
+    A bad row or a dead-end row is matched to a published event by the event id text it
+    carries (a parsing-error bad row holds the raw line; an Iglu error holds the fields).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plowline_devstack.clients import BIGQUERY_RETRY, bigquery_client, storage_client
+from plowline_devstack.stack import LocalStack
+
+_UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Objects:
+    """Bad rows found under a bucket prefix: how many, and the event ids they name."""
+
+    objects: int
+    rows: int
+    ids: frozenset[str]
+
+
+class SystemsReader:
+    """Read the events table and the buckets of a local stack with the official clients."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self._stack = stack
+        self._bigquery = bigquery_client(stack.endpoints)
+        self._storage = storage_client(stack.endpoints)
+        self._cache: dict[tuple[str, str, int], bytes] = {}
+
+    def close(self) -> None:
+        """Close the clients."""
+        self._bigquery.close()  # type: ignore[no-untyped-call]  # the client's close is untyped
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and return its rows as tuples."""
+        job = self._bigquery.query(sql, retry=BIGQUERY_RETRY, job_retry=None, timeout=_TIMEOUT_S)
+        return [tuple(row.values()) for row in job.result(timeout=_TIMEOUT_S)]
+
+    def row_counts(self) -> tuple[int, int]:
+        """Return ``(COUNT(*), COUNT(DISTINCT event_id))`` of the events table."""
+        rows = self.query(
+            f"SELECT COUNT(*), COUNT(DISTINCT event_id) FROM `{self._stack.table_ref}`"
+        )
+        return int(rows[0][0]), int(rows[0][1])
+
+    def row_ids(self) -> list[str]:
+        """Return the event id of every row of the events table (duplicates included)."""
+        return [
+            str(row[0]) for row in self.query(f"SELECT event_id FROM `{self._stack.table_ref}`")
+        ]
+
+    def columns(self) -> list[str]:
+        """Return the events table's top-level column names, in order."""
+        table = self._bigquery.get_table(
+            self._stack.table_ref, retry=BIGQUERY_RETRY, timeout=_TIMEOUT_S
+        )
+        return [column.name for column in table.schema]
+
+    def bad_rows(self, bucket: str, prefix: str) -> Objects:
+        """Return the bad rows under ``gs://bucket/prefix``: one per NDJSON line, one per ``.bin``."""
+        objects = rows = 0
+        ids: set[str] = set()
+        for blob in self._storage.list_blobs(bucket, prefix=prefix, timeout=_TIMEOUT_S):
+            key = (bucket, str(blob.name), int(blob.size or 0))
+            data = self._cache.get(key)
+            if data is None:
+                data = self._cache[key] = blob.download_as_bytes(timeout=_TIMEOUT_S)
+            objects += 1
+            rows += 1 if blob.name.endswith(".bin") else len(data.splitlines())
+            ids.update(match.decode().lower() for match in _UUID.findall(data))
+        return Objects(objects, rows, frozenset(ids))
+
+    def sample(self, sql: str) -> tuple[list[tuple[Any, ...]], str | None]:
+        """Run a sample query; return its rows, or no rows and the error it raised."""
+        try:
+            return self.query(sql), None
+        except Exception as error:  # a sample is an illustration: show why it failed, go on
+            return [], f"{type(error).__name__}: {str(error)[:200]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """Where each published event ended up, and whether that adds up."""
+
+    good: frozenset[str]
+    bad: frozenset[str]
+    in_table: frozenset[str]
+    in_bad_rows: frozenset[str]
+    dead_ended: frozenset[str]
+    duplicates: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        good: Iterable[str],
+        bad: Iterable[str],
+        table_ids: Sequence[str],
+        bad_row_ids: Iterable[str],
+        dead_end_ids: Iterable[str],
+    ) -> Accounting:
+        """Build the accounting of published ``good``/``bad`` ids against what the systems hold."""
+        good, bad = frozenset(good), frozenset(bad)
+        published = good | bad
+        in_table = frozenset(table_ids)
+        return cls(
+            good,
+            bad,
+            in_table,
+            frozenset(bad_row_ids) & published,
+            frozenset(dead_end_ids) & published,
+            len(table_ids) - len(in_table),
+        )
+
+    @property
+    def published(self) -> frozenset[str]:
+        """Every event id sent."""
+        return self.good | self.bad
+
+    @property
+    def missing(self) -> frozenset[str]:
+        """Published ids found nowhere."""
+        return self.published - self.in_table - self.in_bad_rows - self.dead_ended
+
+    @property
+    def unexpected(self) -> frozenset[str]:
+        """Table rows whose event id was never published."""
+        return self.in_table - self.published
+
+    @property
+    def misplaced(self) -> frozenset[str]:
+        """Ids in more than one place, good events as bad rows, or bad events as rows."""
+        twice = (
+            (self.in_table & self.in_bad_rows)
+            | (self.in_table & self.dead_ended)
+            | (self.in_bad_rows & self.dead_ended)
+        )
+        return twice | (self.good & self.in_bad_rows) | (self.bad & self.in_table)
+
+    @property
+    def balanced(self) -> bool:
+        """True when published = rows + bad rows + dead-ended, each id in its right place."""
+        placed = len(self.in_table) + len(self.in_bad_rows) + len(self.dead_ended)
+        return (
+            not self.missing
+            and not self.unexpected
+            and not self.misplaced
+            and len(self.published) == placed
+        )
+
+
+@dataclass(slots=True)
+class Summary:
+    """The figures the demo prints at the end, all read from the systems."""
+
+    published: int
+    rows: int
+    distinct_rows: int
+    bad_rows: int
+    bad_row_objects: int
+    dead_ended: int
+    columns_added: list[str]
+    reinserted: float | None
+    mutator_columns: float | None
+    accounting: Accounting
+    samples: list[tuple[str, list[tuple[Any, ...]], str | None]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Return the summary as printed lines, the PASS/FAIL verdict last."""
+        acc = self.accounting
+        out = [
+            f"events published                         {self.published:>7}",
+            f"rows in BigQuery (COUNT)                 {self.rows:>7}",
+            f"rows in BigQuery (COUNT DISTINCT id)     {self.distinct_rows:>7}",
+            f"bad rows in the dead-letter bucket       {self.bad_rows:>7}"
+            f"   ({self.bad_row_objects} objects)",
+            f"dead-ended rows (dead-end bucket)        {self.dead_ended:>7}",
+            f"failed inserts recovered by the repeater {_figure(self.reinserted):>7}",
+            f"columns added by the mutator             {len(self.columns_added):>7}"
+            f"   (mutator says {_figure(self.mutator_columns)})",
+        ]
+        out += [f"    + {name}" for name in self.columns_added]
+        for title, rows, error in self.samples:
+            out.append(f"sample: {title}")
+            out += [f"    {error}"] if error else [f"    {_row(row)}" for row in rows[:8]]
+        verdict = "PASS" if acc.balanced else "FAIL"
+        out.append(
+            f"{verdict}: published {len(acc.published)} = rows {len(acc.in_table)} + bad rows "
+            f"{len(acc.in_bad_rows)} + dead-ended {len(acc.dead_ended)}"
+            f" (missing {len(acc.missing)}, misplaced {len(acc.misplaced)}, "
+            f"unexpected {len(acc.unexpected)}, duplicate rows {acc.duplicates})"
+        )
+        return out
+
+
+def _figure(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}"
+
+
+def _row(row: tuple[Any, ...]) -> str:
+    return "  ".join(f"{value!s:<28}" if i == 0 else f"{value!s:>8}" for i, value in enumerate(row))
+
+
+def sample_queries(table_ref: str, columns: Sequence[str]) -> list[tuple[str, str]]:
+    """Return ``(title, sql)`` of the sample queries the table's columns allow."""
+    table = f"`{table_ref}`"
+    queries = [
+        (
+            "page views per browser",
+            f"SELECT br_family, COUNT(*) AS page_views FROM {table} "
+            "WHERE event_name = 'page_view' GROUP BY br_family ORDER BY page_views DESC, br_family",
+        )
+    ]
+    clicks = [c for c in columns if "link_click" in c]
+    if clicks:
+        target = f"COALESCE({', '.join(f'{c}.target_url' for c in clicks)})"
+        queries.append(
+            (
+                "link clicks by target",
+                f"SELECT {target} AS target, COUNT(*) AS clicks FROM {table} "
+                "WHERE event_name = 'link_click' GROUP BY target ORDER BY clicks DESC, target",
+            )
+        )
+    checkout = next((c for c in columns if "checkout_started" in c), None)
+    if checkout:
+        queries.append(
+            (
+                "checkouts started by currency (count, revenue)",
+                f"SELECT {checkout}.currency AS currency, COUNT(*) AS checkouts, "
+                f"ROUND(SUM({checkout}.total), 2) AS revenue FROM {table} "
+                f"WHERE {checkout} IS NOT NULL GROUP BY currency ORDER BY currency",
+            )
+        )
+    return queries

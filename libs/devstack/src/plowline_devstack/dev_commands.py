@@ -1,0 +1,145 @@
+"""``plowline dev up | status | down | env``: the local stack from the command line.
+
+``up`` starts the three stand-ins as daemons (or reuses the ones still answering),
+provisions them and prints ``export`` lines on stdout (so ``eval "$(plowline dev up)"``
+works); progress and the elapsed time go to stderr. State, logs and data live in the data
+directory (default ``.plowline/`` in the current directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from plowline_core.errors import PlowlineError
+
+from plowline_devstack import stack
+from plowline_devstack.cli import Command
+from plowline_devstack.stack_config import load_config
+
+DEFAULT_DATA_DIR = Path(".plowline")
+
+
+def _data_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help="directory for the state file, server logs and data (default: %(default)s)",
+    )
+
+
+def _configure_up(parser: argparse.ArgumentParser) -> None:
+    _data_dir_option(parser)
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="provisioning file (JSON or TOML): project, dataset, table, topics, subscriptions, buckets; "
+        "see plowline_devstack.provisioning (default: project plowline-local, dataset snowplow, table events)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for each server (default: %(default)s)",
+    )
+
+
+def _up(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    try:
+        config = load_config(args.config) if args.config else None
+        running = stack.up(args.data_dir, config, timeout=args.timeout)
+    except PlowlineError as exc:
+        print(f"plowline dev up failed: {exc}", file=sys.stderr)
+        return 1
+    for server in running.servers.values():
+        verb = "reused " if server.name in running.reused else "started"
+        ports = ", ".join(f"{k}={v}" for k, v in server.ports.items())
+        print(
+            f"{verb} {server.name:<8} pid {server.pid:<7} {ports}  log {server.log}",
+            file=sys.stderr,
+        )
+    print(running.endpoints.exports())
+    print(f"local stack up and provisioned in {time.monotonic() - started:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    running = stack.read_state(args.data_dir)
+    if running is None:
+        print(f"no local stack recorded in {args.data_dir}", file=sys.stderr)
+        return 1
+    healthy = True
+    for status in running.status():
+        ports = ", ".join(f"{k}={v}" for k, v in status.ports.items())
+        state = (
+            "answers"
+            if status.answers
+            else ("running, not answering" if status.alive else "not running")
+        )
+        healthy = healthy and status.answers
+        print(f"{status.name:<8} pid {status.pid:<7} {ports:<28} {state}")
+    return 0 if healthy else 1
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = stack.down(args.data_dir, grace=args.grace)
+    if stopped is None:
+        print(f"no local stack recorded in {args.data_dir}", file=sys.stderr)
+        return 0
+    for server in stopped.servers.values():
+        print(f"stopped {server.name} (pid {server.pid})")
+    return 0
+
+
+def _configure_down(parser: argparse.ArgumentParser) -> None:
+    _data_dir_option(parser)
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        help="seconds between SIGTERM and SIGKILL (default: %(default)s)",
+    )
+
+
+def _env(args: argparse.Namespace) -> int:
+    running = stack.read_state(args.data_dir)
+    if running is None:
+        print(f"no local stack recorded in {args.data_dir}; run `plowline dev up`", file=sys.stderr)
+        return 1
+    print(running.endpoints.exports())
+    return 0
+
+
+COMMANDS = (
+    Command(
+        ("dev", "up"),
+        "start (or reuse) the local stack, provision it and print its exports",
+        _up,
+        _configure_up,
+        description="Start the Pub/Sub, BigQuery and Cloud Storage stand-ins as background processes on free "
+        "loopback ports (reusing those still answering), provision topics, subscriptions, dataset, events "
+        'table and buckets, and print `export` lines on stdout: eval "$(plowline dev up)".',
+    ),
+    Command(
+        ("dev", "status"),
+        "show each server's pid, ports and whether it answers",
+        _status,
+        _data_dir_option,
+    ),
+    Command(
+        ("dev", "down"),
+        "stop the local stack (SIGTERM, then SIGKILL after a grace period)",
+        _down,
+        _configure_down,
+    ),
+    Command(
+        ("dev", "env"),
+        "print the `export` lines that point services at the running stack",
+        _env,
+        _data_dir_option,
+    ),
+)

@@ -1,0 +1,108 @@
+"""Run the emulator in-process: ``PubSubEmulator`` and ``wait_until_ready``."""
+
+from __future__ import annotations
+
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import structlog
+from google.api_core import exceptions as core_exceptions
+from google.pubsub_v1 import PublisherClient
+from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+
+from plowline_devstack.pubsub.broker import Broker
+from plowline_devstack.pubsub.journal import Journal, NullJournal, SqliteJournal
+from plowline_devstack.pubsub.service import PubSubService
+
+_log = structlog.get_logger("plowline.pubsub")
+# Each open StreamingPull pins a worker thread: keep the pool far above the stream count.
+_WORKERS = 96
+_OPTIONS = [
+    ("grpc.so_reuseport", 0),  # otherwise two emulators can silently share a port
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+]
+
+
+class PubSubEmulator:
+    """A Pub/Sub emulator on ``host:port``, in memory or persisted under ``data_dir``."""
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, data_dir: Path | str | None = None
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self._server: grpc.Server | None = None
+        self._broker: Broker | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """Return ``host:port``, the value for ``PUBSUB_EMULATOR_HOST`` (no scheme)."""
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> int:
+        """Bind and start serving; return the bound port (port 0 picks a free one)."""
+        journal: Journal = SqliteJournal(self.data_dir) if self.data_dir else NullJournal()
+        self._broker = Broker(journal)
+        server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="pubsub-rpc"),
+            handlers=PubSubService(self._broker).handlers(),
+            options=_OPTIONS,
+            maximum_concurrent_rpcs=None,
+        )
+        try:
+            bound = int(server.add_insecure_port(f"{self.host}:{self.port}"))
+        except RuntimeError as error:
+            self._broker.close()
+            raise OSError(f"cannot bind Pub/Sub emulator to {self.host}:{self.port}") from error
+        server.start()
+        self._server, self.port = server, bound
+        _log.info(
+            "pubsub_emulator_listening",
+            host=self.host,
+            port=bound,
+            data_dir=str(self.data_dir) if self.data_dir else None,
+        )
+        return bound
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving (open streams are cancelled) and flush persisted state."""
+        if self._server is not None:
+            self._server.stop(grace).wait()
+            self._server = None
+        if self._broker is not None:
+            self._broker.close()
+            self._broker = None
+        _log.info("pubsub_emulator_stopped", host=self.host, port=self.port)
+
+    def __enter__(self) -> PubSubEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_until_ready(host: str, port: int, timeout: float = 10.0) -> None:
+    """Block until the official client can list topics on ``host:port``, or raise TimeoutError."""
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    client = PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+    give_up = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                client.list_topics(
+                    request={"project": "projects/plowline-probe"}, retry=None, timeout=1.0
+                )
+                return
+            except (core_exceptions.GoogleAPICallError, core_exceptions.RetryError) as error:
+                if time.monotonic() >= give_up:
+                    raise TimeoutError(
+                        f"Pub/Sub emulator on {host}:{port} not ready: {error}"
+                    ) from error
+                time.sleep(0.1)
+    finally:
+        channel.close()

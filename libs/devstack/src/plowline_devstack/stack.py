@@ -1,0 +1,278 @@
+"""The local stack: Pub/Sub, BigQuery and Cloud Storage stand-ins started, provisioned, stopped.
+
+``start_stack`` launches the three servers on free loopback ports, waits until each answers
+its official client, provisions a :class:`~plowline_devstack.provisioning.StackConfig` and
+returns a :class:`LocalStack`. ``up`` / ``down`` / ``read_state`` add a state file
+(``stack.json`` in the data directory) so the CLI can leave the servers running and find
+them again; ``up`` reuses every server that still answers.
+
+Layout of a data directory::
+
+    stack.json            pids, ports, project and provisioning config
+    logs/<server>.log     each server's stdout and stderr
+    pubsub/ bigquery/ storage/   each server's persistent data (when persistent)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from plowline_core.errors import PlowlineError
+
+from plowline_devstack import servers
+from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.servers import BIGQUERY, PUBSUB, SERVER_NAMES, STORAGE, ServerProcess
+from plowline_devstack.stack_config import StackConfig
+
+STATE_FILE = "stack.json"
+HOST = "127.0.0.1"
+_PORT_NAMES = {PUBSUB: ("port",), BIGQUERY: ("port", "grpc_port"), STORAGE: ("port",)}
+
+
+class StackStartError(PlowlineError):
+    """A stand-in server exited or did not answer in time; the message carries its log tail."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """One server as ``plowline dev status`` shows it."""
+
+    name: str
+    pid: int
+    ports: Mapping[str, int]
+    alive: bool
+    answers: bool
+
+
+@dataclass(slots=True)
+class LocalStack:
+    """A started stack: where it listens, what it holds, which processes serve it."""
+
+    endpoints: Endpoints
+    config: StackConfig
+    data_dir: Path
+    servers: dict[str, ServerProcess] = field(default_factory=dict)
+    reused: tuple[str, ...] = ()
+
+    def env(self) -> dict[str, str]:
+        """Return the environment variables that point a service at this stack."""
+        return self.endpoints.env()
+
+    @property
+    def project(self) -> str:
+        """The project every resource lives in."""
+        return self.config.project
+
+    @property
+    def dataset(self) -> str:
+        """The BigQuery dataset id."""
+        return self.config.dataset
+
+    @property
+    def table(self) -> str:
+        """The events table id."""
+        return self.config.table
+
+    @property
+    def table_ref(self) -> str:
+        """``project.dataset.table`` of the events table."""
+        return f"{self.config.project}.{self.config.dataset}.{self.config.table}"
+
+    def topic_path(self, topic: str) -> str:
+        """Return ``projects/P/topics/T`` of a provisioned topic."""
+        if topic not in self.config.topics:
+            raise KeyError(f"topic {topic!r} is not provisioned: {self.config.topics}")
+        return f"projects/{self.config.project}/topics/{topic}"
+
+    def subscription_path(self, subscription: str) -> str:
+        """Return ``projects/P/subscriptions/S`` of a provisioned subscription."""
+        if subscription not in self.config.subscriptions:
+            raise KeyError(
+                f"subscription {subscription!r} is not provisioned: {list(self.config.subscriptions)}"
+            )
+        return f"projects/{self.config.project}/subscriptions/{subscription}"
+
+    def status(self) -> list[ServerStatus]:
+        """Ask every server whether it runs and answers."""
+        return [
+            ServerStatus(
+                s.name,
+                s.pid,
+                s.ports,
+                servers.is_alive(s),
+                _probes().answers(s.name, self.endpoints),
+            )
+            for s in self.servers.values()
+        ]
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop every server (SIGTERM, SIGKILL after ``grace``)."""
+        for server in self.servers.values():
+            servers.stop(server, grace)
+
+    def save(self) -> Path:
+        """Write the state file and return its path."""
+        path = self.data_dir / STATE_FILE
+        state = {
+            "project": self.endpoints.project,
+            "config": self.config.to_json(),
+            "servers": {name: s.to_json() for name, s in self.servers.items()},
+        }
+        path.write_text(json.dumps(state, indent=2) + "\n")
+        return path
+
+
+def start_stack(
+    data_dir: Path,
+    config: StackConfig | None = None,
+    *,
+    persistent: bool = True,
+    daemon: bool = False,
+    timeout: float = 30.0,
+) -> LocalStack:
+    """Start the three servers under ``data_dir``, wait for them and provision ``config``.
+
+    Notes:
+        With ``daemon`` false (tests) the servers die with this process; ``up`` starts
+        daemons that outlive it.
+    """
+    config = config or StackConfig()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ports = {name: {p: servers.free_port(HOST) for p in _PORT_NAMES[name]} for name in SERVER_NAMES}
+    stack = LocalStack(_endpoints(config.project, ports), config, data_dir.resolve())
+    _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
+    return stack
+
+
+def up(data_dir: Path, config: StackConfig | None = None, *, timeout: float = 30.0) -> LocalStack:
+    """Bring the stack described by ``data_dir``'s state file up, reusing what still answers."""
+    previous = read_state(data_dir)
+    if previous is None:
+        stack = start_stack(data_dir, config, daemon=True, timeout=timeout)
+        stack.save()
+        return stack
+    config = config or previous.config
+    ports: dict[str, dict[str, int]] = {}
+    keep: dict[str, ServerProcess] = {}
+    for name in SERVER_NAMES:
+        old = previous.servers.get(name)
+        if (
+            old is not None
+            and servers.is_alive(old)
+            and _probes().answers(name, previous.endpoints)
+        ):
+            keep[name] = old
+            ports[name] = dict(old.ports)
+        else:
+            wanted = dict(old.ports) if old is not None else {}
+            ports[name] = {p: _port_or_free(wanted.get(p)) for p in _PORT_NAMES[name]}
+    stack = LocalStack(
+        _endpoints(config.project, ports), config, data_dir.resolve(), keep, tuple(keep)
+    )
+    _launch_missing(stack, ports, persistent=True, daemon=True, timeout=timeout)
+    if keep:
+        _provision(stack)  # idempotent: a changed config adds what is new
+    stack.save()
+    return stack
+
+
+def down(data_dir: Path, grace: float = 5.0) -> LocalStack | None:
+    """Stop the servers named in ``data_dir``'s state file and remove it; None if there was none."""
+    stack = read_state(data_dir)
+    if stack is None:
+        return None
+    stack.stop(grace)
+    (data_dir / STATE_FILE).unlink(missing_ok=True)
+    return stack
+
+
+def read_state(data_dir: Path) -> LocalStack | None:
+    """Load the stack recorded in ``data_dir``; None when no state file exists."""
+    path = data_dir / STATE_FILE
+    if not path.is_file():
+        return None
+    state = json.loads(path.read_text())
+    found = {name: ServerProcess.from_json(raw) for name, raw in state["servers"].items()}
+    ports = {name: dict(s.ports) for name, s in found.items()}
+    config = StackConfig.from_json(state["config"])
+    return LocalStack(_endpoints(config.project, ports), config, data_dir.resolve(), found)
+
+
+def _endpoints(project: str, ports: Mapping[str, Mapping[str, int]]) -> Endpoints:
+    def port(name: str, key: str = "port") -> int:
+        return int(ports.get(name, {}).get(key, 0))
+
+    return Endpoints(
+        project, port(PUBSUB), port(BIGQUERY), port(BIGQUERY, "grpc_port"), port(STORAGE), HOST
+    )
+
+
+def _port_or_free(port: int | None) -> int:
+    return port if port and servers.port_is_free(port, HOST) else servers.free_port(HOST)
+
+
+def _launch_missing(
+    stack: LocalStack,
+    ports: Mapping[str, Mapping[str, int]],
+    *,
+    persistent: bool,
+    daemon: bool,
+    timeout: float,
+) -> None:
+    """Launch every server the stack lacks, wait until all answer, then provision."""
+    started = []
+    for name in SERVER_NAMES:
+        if name in stack.servers:
+            continue
+        store = stack.data_dir / name if persistent else None
+        if store is not None:
+            store.mkdir(parents=True, exist_ok=True)
+        argv = servers.command(name, HOST, ports[name], stack.config.project, store)
+        log = stack.data_dir / "logs" / f"{name}.log"
+        stack.servers[name] = servers.launch(argv, name, ports[name], log, daemon=daemon)
+        started.append(stack.servers[name])
+    try:
+        wait_until_ready(stack, timeout)
+        _provision(stack)
+    except BaseException:
+        for server in started:
+            servers.stop(server, grace=2.0)
+        raise
+
+
+def wait_until_ready(stack: LocalStack, timeout: float) -> None:
+    """Poll each server until it answers; raise StackStartError with its log tail if not."""
+    deadline = time.monotonic() + timeout
+    pending = list(stack.servers.values())
+    while pending:
+        for server in list(pending):
+            if not servers.is_alive(server):
+                raise StackStartError(_failure(server, "exited during start"))
+            if _probes().answers(server.name, stack.endpoints):
+                pending.remove(server)
+        if pending and time.monotonic() > deadline:
+            raise StackStartError(_failure(pending[0], f"did not answer within {timeout:.0f} s"))
+        if pending:
+            time.sleep(0.1)
+
+
+def _probes() -> ModuleType:
+    # Imported on first use: the Google clients take seconds to import, time better spent
+    # while the servers start.
+    return importlib.import_module("plowline_devstack.probes")
+
+
+def _provision(stack: LocalStack) -> None:
+    from plowline_devstack.provisioning import provision
+
+    provision(stack.config, stack.endpoints)
+
+
+def _failure(server: ServerProcess, what: str) -> str:
+    return f"{server.name} server (pid {server.pid}, ports {dict(server.ports)}) {what}; log {server.log}:\n{servers.log_tail(server.log)}"

@@ -1,0 +1,425 @@
+"""Each BigQuery fidelity correction: the defect exists in bqemulator as shipped, and is gone in ours.
+
+Every scenario runs against two servers: the local stack's (corrections on) and a second
+``python -m plowline_devstack.bigquery --no-corrections``; the expected outcome differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from google.api_core.exceptions import InternalServerError, PreconditionFailed, RetryError
+from google.cloud import bigquery
+from google.cloud.bigquery.retry import DEFAULT_RETRY
+from plowline_devstack import probes, servers
+from plowline_devstack.clients import bigquery_client
+from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import LocalStack
+
+RETRY = DEFAULT_RETRY.with_deadline(2.0)
+HTTP_500 = "HTTP 500"
+
+
+@pytest.fixture(scope="module")
+def uncorrected(
+    local_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[bigquery.Client]:
+    """A client of bqemulator without any correction (offline start only)."""
+    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    argv = [
+        *servers.command(servers.BIGQUERY, "127.0.0.1", ports, local_stack.project, None),
+        "--no-corrections",
+    ]
+    log = tmp_path_factory.mktemp("uncorrected") / "bigquery.log"
+    server = servers.launch(argv, servers.BIGQUERY, ports, log, daemon=False)
+    endpoints = Endpoints(local_stack.project, 0, ports["port"], ports["grpc_port"], 0)
+    try:
+        _wait(server, endpoints)
+        client = bigquery_client(endpoints)
+        client.create_dataset(local_stack.dataset, exists_ok=True, retry=RETRY, timeout=10)
+        yield client
+        client.close()
+    finally:
+        servers.stop(server)
+
+
+def _wait(server: servers.ServerProcess, endpoints: Endpoints) -> None:
+    for _ in range(300):
+        if not servers.is_alive(server):
+            pytest.fail(
+                f"uncorrected bqemulator exited:\n{servers.log_tail(server.log)}", pytrace=False
+            )
+        if probes.answers(servers.BIGQUERY, endpoints):
+            return
+        time.sleep(0.1)
+    pytest.fail(
+        f"uncorrected bqemulator did not answer:\n{servers.log_tail(server.log)}", pytrace=False
+    )
+
+
+@pytest.fixture(scope="module")
+def corrected(local_stack: LocalStack) -> Iterator[bigquery.Client]:
+    """A client of the local stack's corrected bqemulator."""
+    client = bigquery_client(local_stack.endpoints)
+    yield client
+    client.close()
+
+
+def _table(
+    client: bigquery.Client, dataset: str, schema: list[bigquery.SchemaField]
+) -> bigquery.Table:
+    table_id = f"{client.project}.{dataset}.t_{uuid.uuid4().hex[:10]}"
+    return client.create_table(bigquery.Table(table_id, schema=schema), retry=RETRY, timeout=10)
+
+
+def _insert(
+    client: bigquery.Client, table: bigquery.Table, rows: list[dict[str, Any]], **kw: Any
+) -> Any:
+    """Insert rows; return the insert errors, or ``HTTP 500`` when the whole request failed."""
+    try:
+        return client.insert_rows_json(table, rows, retry=RETRY, timeout=10, **kw)
+    except (InternalServerError, RetryError):
+        return HTTP_500
+
+
+def _rows(
+    client: bigquery.Client, table: bigquery.Table, columns: str = "*"
+) -> list[dict[str, Any]]:
+    job = client.query(
+        f"SELECT {columns} FROM `{table.full_table_id.replace(':', '.')}`",
+        job_retry=None,
+        retry=RETRY,
+    )
+    return [dict(row) for row in job.result(retry=RETRY, timeout=20)]
+
+
+def _invalid(index: int, location: str, message: str) -> dict[str, Any]:
+    return {
+        "index": index,
+        "errors": [
+            {"reason": "invalid", "location": location, "debugInfo": "", "message": message}
+        ],
+    }
+
+
+def _stopped(index: int) -> dict[str, Any]:
+    return {
+        "index": index,
+        "errors": [{"reason": "stopped", "location": "", "debugInfo": "", "message": ""}],
+    }
+
+
+BASE = [bigquery.SchemaField("id", "STRING", mode="REQUIRED"), bigquery.SchemaField("n", "INTEGER")]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", [], id="corrected"),
+        pytest.param("uncorrected", HTTP_500, id="uncorrected"),
+    ],
+)
+def test_bigquery_patch_adds_column_to_storage(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """After tables.patch adds a column, insertAll filling it succeeds (HTTP 500 uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+    table.schema = [*BASE, bigquery.SchemaField("extra", "STRING")]
+    client.update_table(table, ["schema"], retry=RETRY, timeout=10)
+
+    actual = _insert(client, table, [{"id": "a", "n": 1, "extra": "x"}])
+
+    assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", ({"x": 1, "x2": "b"}, [{"y": "c", "y2": 1.5}]), id="corrected"),
+        pytest.param("uncorrected", ({"x": 1}, [{"y": "c"}]), id="uncorrected"),
+    ],
+)
+def test_bigquery_patch_adds_nested_fields_to_storage(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """Sub-fields added by tables.patch to a RECORD and a REPEATED RECORD are stored (dropped uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    rec = bigquery.SchemaField("rec", "RECORD", fields=[bigquery.SchemaField("x", "INTEGER")])
+    reps = bigquery.SchemaField(
+        "reps", "RECORD", mode="REPEATED", fields=[bigquery.SchemaField("y", "STRING")]
+    )
+    table = _table(client, local_stack.dataset, [*BASE, rec, reps])
+    wider_rec = bigquery.SchemaField(
+        "rec", "RECORD", fields=[*rec.fields, bigquery.SchemaField("x2", "STRING")]
+    )
+    wider_reps = bigquery.SchemaField(
+        "reps",
+        "RECORD",
+        mode="REPEATED",
+        fields=[*reps.fields, bigquery.SchemaField("y2", "FLOAT")],
+    )
+    table.schema = [*BASE, wider_rec, wider_reps]
+    client.update_table(table, ["schema"], retry=RETRY, timeout=10)
+    _insert(
+        client, table, [{"id": "a", "rec": {"x": 1, "x2": "b"}, "reps": [{"y": "c", "y2": 1.5}]}]
+    )
+
+    actual = [(row["rec"], row["reps"]) for row in _rows(client, table, "rec, reps")]
+
+    assert [expected] == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", ["a", "b"], id="corrected"),
+        pytest.param("uncorrected", ["a", "stale"], id="uncorrected"),
+    ],
+)
+def test_bigquery_stale_etag_update_is_refused(
+    name: str, expected: list[str], request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """An update carrying a stale etag fails with 412 and keeps the other writer's column (applied uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, [bigquery.SchemaField("a", "STRING")])
+    stale = client.get_table(table.reference, retry=RETRY, timeout=10)
+    fresh = client.get_table(table.reference, retry=RETRY, timeout=10)
+    fresh.schema = [*fresh.schema, bigquery.SchemaField("b", "STRING")]
+    client.update_table(fresh, ["schema"], retry=RETRY, timeout=10)
+    stale.schema = [*stale.schema, bigquery.SchemaField("stale", "STRING")]
+    # Real BigQuery answers 412: the writer must re-read and merge.
+    with contextlib.suppress(PreconditionFailed):
+        client.update_table(stale, ["schema"], retry=RETRY, timeout=10)
+
+    actual = [f.name for f in client.get_table(table.reference, retry=RETRY, timeout=10).schema]
+
+    assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", True, id="corrected"),
+        pytest.param("uncorrected", False, id="uncorrected"),
+    ],
+)
+def test_bigquery_alter_table_ddl_shows_in_catalog(
+    name: str, expected: bool, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """An ``ALTER TABLE … ADD COLUMN`` query job makes tables.get list the column."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+    ref = table.full_table_id.replace(":", ".")
+    job = client.query(f"ALTER TABLE `{ref}` ADD COLUMN added STRING", job_retry=None, retry=RETRY)
+    job.result(retry=RETRY, timeout=20)
+
+    actual = "added" in [f.name for f in client.get_table(ref, retry=RETRY, timeout=10).schema]
+
+    assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "corrected",
+            ([_stopped(0), _invalid(1, "nope", "no such field: nope.")], 0),
+            id="corrected",
+        ),
+        pytest.param("uncorrected", ([], 2), id="uncorrected"),
+    ],
+)
+def test_bigquery_unknown_field_rejects_row_and_stops_request(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """A row with an unknown field is ``invalid``, the others ``stopped``, nothing inserted."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+
+    errors = _insert(client, table, [{"id": "a"}, {"id": "b", "nope": 1}])
+
+    assert expected == (errors, len(_rows(client, table)))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "corrected", ([_invalid(1, "nope", "no such field: nope.")], ["a", "c"]), id="corrected"
+        ),
+        pytest.param("uncorrected", ([], ["a", "b", "c"]), id="uncorrected"),
+    ],
+)
+def test_bigquery_skip_invalid_rows_inserts_the_rest(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """With skipInvalidRows only the bad row is rejected and the other rows are inserted."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+
+    errors = _insert(
+        client, table, [{"id": "a"}, {"id": "b", "nope": 1}, {"id": "c"}], skip_invalid_rows=True
+    )
+
+    assert expected == (errors, sorted(r["id"] for r in _rows(client, table)))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "corrected", [_invalid(0, "id", "Missing required field: id.")], id="corrected"
+        ),
+        pytest.param("uncorrected", [], id="uncorrected"),
+    ],
+)
+def test_bigquery_missing_required_field_rejects_row(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """A row without a REQUIRED field is rejected ``invalid`` (stored as NULL uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+
+    actual = _insert(client, table, [{"n": 1}])
+
+    assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "corrected",
+            [_stopped(0), _invalid(1, "n", "Cannot convert value to integer (bad value): abc")],
+            id="corrected",
+        ),
+        pytest.param("uncorrected", HTTP_500, id="uncorrected"),
+    ],
+)
+def test_bigquery_wrong_type_is_a_row_error(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """A wrong-typed value rejects its row, not the whole request with HTTP 500."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, BASE)
+
+    actual = _insert(client, table, [{"id": "a", "n": 1}, {"id": "b", "n": "abc"}])
+
+    assert expected == actual
+
+
+NESTED = [
+    *BASE,
+    bigquery.SchemaField(
+        "rec", "RECORD", fields=[bigquery.SchemaField("x", "INTEGER", mode="REQUIRED")]
+    ),
+    bigquery.SchemaField(
+        "reps", "RECORD", mode="REPEATED", fields=[bigquery.SchemaField("y", "STRING")]
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        pytest.param(
+            {"id": "a", "rec": {"x": 1, "z": 2}},
+            _invalid(0, "rec.z", "no such field: rec.z."),
+            id="record-unknown",
+        ),
+        pytest.param(
+            {"id": "a", "rec": {}},
+            _invalid(0, "rec.x", "Missing required field: rec.x."),
+            id="record-required",
+        ),
+        pytest.param(
+            {"id": "a", "reps": [{"y": "ok"}, {"w": 1}]},
+            _invalid(0, "reps.w", "no such field: reps.w."),
+            id="repeated-unknown",
+        ),
+        pytest.param(
+            {"id": "a", "reps": {"y": "one"}},
+            _invalid(0, "reps", 'Cannot convert value to array (bad value): {"y": "one"}'),
+            id="repeated-not-array",
+        ),
+        pytest.param(
+            {"id": "a", "rec": [{"x": 1}]},
+            _invalid(0, "rec", "Array specified for non-repeated field: rec."),
+            id="array-for-record",
+        ),
+        pytest.param(
+            {"id": "a", "rec": {"x": "ten"}},
+            _invalid(0, "rec.x", "Cannot convert value to integer (bad value): ten"),
+            id="record-wrong-type",
+        ),
+    ],
+)
+def test_bigquery_nested_checks(
+    row: dict[str, Any], expected: Any, corrected: bigquery.Client, local_stack: LocalStack
+) -> None:
+    """RECORD and REPEATED fields are checked like top-level ones, with dotted locations."""
+    table = _table(corrected, local_stack.dataset, NESTED)
+
+    actual = _insert(corrected, table, [row])
+
+    assert [expected] == actual
+
+
+def test_bigquery_nested_unknown_field_passes_uncorrected(
+    uncorrected: bigquery.Client, local_stack: LocalStack
+) -> None:
+    """Without the correction an unknown field inside a RECORD is dropped silently."""
+    table = _table(uncorrected, local_stack.dataset, NESTED)
+
+    actual = _insert(uncorrected, table, [{"id": "a", "rec": {"x": 1, "z": 2}}])
+
+    expected: list[Any] = []
+    assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", ["order"], id="corrected"),
+        pytest.param("uncorrected", HTTP_500, id="uncorrected"),
+    ],
+)
+def test_bigquery_keyword_named_sub_field_creates_table(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """A RECORD whose sub-field is named like an SQL keyword can be created (HTTP 500 uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    schema = [
+        bigquery.SchemaField("rec", "RECORD", fields=[bigquery.SchemaField("order", "INTEGER")])
+    ]
+    try:
+        table = _table(client, local_stack.dataset, schema)
+    except (InternalServerError, RetryError):
+        actual: Any = HTTP_500
+    else:
+        actual = [f.name for f in table.schema[0].fields]
+
+    assert expected == actual
+
+
+def test_bigquery_alter_table_struct_column_is_writable(
+    corrected: bigquery.Client, local_stack: LocalStack
+) -> None:
+    """A STRUCT column added by ALTER TABLE (keyword sub-field included) is in tables.get and takes rows."""
+    table = _table(corrected, local_stack.dataset, BASE)
+    ref = table.full_table_id.replace(":", ".")
+    ddl = f"ALTER TABLE `{ref}` ADD COLUMN ctx STRUCT<x INT64, `order` STRING>"
+    corrected.query(ddl, job_retry=None, retry=RETRY).result(retry=RETRY, timeout=20)
+    table = corrected.get_table(ref, retry=RETRY, timeout=10)
+    errors = _insert(corrected, table, [{"id": "a", "ctx": {"x": 1, "order": "first"}}])
+
+    actual = (errors, [row["ctx"] for row in _rows(corrected, table, "ctx")])
+
+    expected: tuple[list[Any], list[dict[str, Any]]] = ([], [{"x": 1, "order": "first"}])
+    assert expected == actual

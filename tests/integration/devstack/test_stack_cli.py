@@ -1,0 +1,138 @@
+"""``plowline dev up | status | env | down`` run as a subprocess against a fresh data directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from plowline_devstack.endpoints import ENV_NAMES
+
+PLOWLINE = Path(sys.executable).parent / "plowline"
+ELAPSED = re.compile(r"up and provisioned in (\d+\.\d+) s")
+
+
+def plowline(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    """Run the ``plowline`` console script with ``--data-dir``; never raise on exit status."""
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    return subprocess.run(
+        [str(PLOWLINE), *args, "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def _running(pid: int) -> bool:
+    """True when ``pid`` exists and is not a zombie (an exited daemon nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _exports(stdout: str) -> dict[str, str]:
+    pairs = (
+        line.removeprefix("export ").split("=", 1)
+        for line in stdout.splitlines()
+        if line.startswith("export ")
+    )
+    return dict(pairs)
+
+
+@pytest.fixture(scope="module")
+def first_up(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, subprocess.CompletedProcess[str]]]:
+    """A stack brought up by ``plowline dev up``, stopped by ``plowline dev down`` afterwards."""
+    data_dir = tmp_path_factory.mktemp("cli") / ".plowline"
+    result = plowline("dev", "up", data_dir=data_dir)
+    print(result.stderr, file=sys.stderr)
+    if result.returncode != 0:
+        plowline("dev", "down", data_dir=data_dir)
+        pytest.fail(f"plowline dev up failed:\n{result.stderr}", pytrace=False)
+    yield data_dir, result
+    plowline("dev", "down", data_dir=data_dir)
+
+
+def test_stack_cli_up_prints_exports(
+    first_up: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """``up`` prints one export per emulator variable on stdout."""
+    _, result = first_up
+
+    assert sorted(ENV_NAMES) == sorted(_exports(result.stdout))
+
+
+def test_stack_cli_up_prints_elapsed_time(
+    first_up: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """``up`` reports how long start and provisioning took."""
+    _, result = first_up
+    found = ELAPSED.search(result.stderr)
+    print(f"plowline dev up: {found.group(0) if found else 'no elapsed time printed'}")
+
+    assert found is not None
+
+
+def test_stack_cli_second_up_reuses_running_servers(
+    first_up: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """A second ``up`` reuses all three servers and prints the same exports."""
+    data_dir, result = first_up
+
+    again = plowline("dev", "up", data_dir=data_dir)
+
+    reused = sorted(
+        line.split()[1] for line in again.stderr.splitlines() if line.startswith("reused")
+    )
+    assert (0, ["bigquery", "pubsub", "storage"], _exports(result.stdout)) == (
+        again.returncode,
+        reused,
+        _exports(again.stdout),
+    )
+
+
+def test_stack_cli_status_shows_every_server_answering(
+    first_up: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """``status`` lists the three servers, each answering, and exits 0."""
+    data_dir, _ = first_up
+
+    status = plowline("dev", "status", data_dir=data_dir)
+
+    answering = sorted(
+        line.split()[0] for line in status.stdout.splitlines() if line.endswith("answers")
+    )
+    expected = (0, ["bigquery", "pubsub", "storage"])
+    assert expected == (status.returncode, answering)
+
+
+def test_stack_cli_env_matches_up(first_up: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """``env`` prints the exports ``up`` printed."""
+    data_dir, result = first_up
+
+    env = plowline("dev", "env", data_dir=data_dir)
+
+    assert _exports(result.stdout) == _exports(env.stdout)
+
+
+def test_stack_cli_down_stops_the_servers(tmp_path: Path) -> None:
+    """After ``down`` no server process is left and ``status`` finds no stack."""
+    data_dir = tmp_path / ".plowline"
+    up = plowline("dev", "up", data_dir=data_dir)
+    print(up.stderr, file=sys.stderr)
+    pids = [int(line.split()[3]) for line in up.stderr.splitlines() if line.startswith("started")]
+
+    down = plowline("dev", "down", data_dir=data_dir)
+    status = plowline("dev", "status", data_dir=data_dir)
+
+    alive = [pid for pid in pids if _running(pid)]
+    expected: tuple[int, int, list[int], int] = (0, 3, [], 1)
+    assert expected == (down.returncode, len(pids), alive, status.returncode)
