@@ -1,0 +1,98 @@
+"""The composition root of ``plowline-deadletter run``: build the clients, run until SIGTERM.
+
+Notes:
+    The only place that builds Google clients. Shutdown (SIGTERM/SIGINT): stop taking new
+    messages, write every buffer, ack what is durable, then close the stream; anything
+    not written is redelivered to the next instance.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from types import FrameType
+
+import structlog
+from plowline_cloud.clients import storage_client, subscriber_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.pubsub import PubSubSubscriber
+from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
+from plowline_core.config import BigQueryConfig
+from plowline_core.errors import ConfigError
+
+from plowline_deadletter.metrics import DeadLetterMetrics
+from plowline_deadletter.settings import DeadLetterSettings
+from plowline_deadletter.writer import DeadLetterWriter
+
+_TICK_SECONDS = 0.5
+_log = structlog.get_logger(__name__)
+
+
+def load_config(settings: DeadLetterSettings) -> BigQueryConfig:
+    """Read and validate the Snowplow ``bigquery_config`` file."""
+    try:
+        document = json.loads(settings.config.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"--config {settings.config}: {error}") from error
+    return BigQueryConfig.parse(document)
+
+
+def subscription_path(project: str, name: str) -> str:
+    """Return a full subscription path; a short name lives in the config's project."""
+    return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
+
+
+def run(settings: DeadLetterSettings) -> int:
+    """Consume bad rows into the bucket until SIGTERM; return the exit code."""
+    config = load_config(settings)
+    bucket, prefix = parse_gcs_url(settings.bucket)
+    options = settings.options()
+    registry = MetricsRegistry("deadletter")
+    store = GcsBlobStore(
+        storage_client(config.project_id, settings.storage_emulator_host), bucket, prefix
+    )
+    writer = DeadLetterWriter(store, SystemClock(), options, DeadLetterMetrics.create(registry))
+    client = subscriber_client(settings.pubsub_emulator_host)
+    subscriber = PubSubSubscriber(
+        client,
+        subscription_path(config.project_id, settings.bad_rows_sub),
+        max_messages=settings.max_outstanding,
+        max_lease_seconds=int(options.window * 2 + 600),
+    )
+    health = start_health_server(settings.port, registry, lambda: subscriber.running)
+    stop = _stop_event()
+    subscriber.start(writer.receive)
+    _log.info(
+        "dead-letter writer started",
+        subscription=subscriber.subscription_path,
+        bucket=settings.bucket,
+        port=health.port,
+    )
+    code = 0
+    try:
+        while not stop.wait(_TICK_SECONDS):
+            writer.tick()
+            if not subscriber.running:
+                _log.error("streaming pull ended")
+                code = 1
+                break
+    finally:
+        writer.close()
+        subscriber.stop(timeout=30)
+        client.close()
+        health.stop()
+        _log.info("dead-letter writer stopped", exit_code=code)
+    return code
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop

@@ -1,0 +1,109 @@
+"""The ``plowline-deadletter`` console entry.
+
+Exit codes: 0 stopped cleanly (SIGTERM), 1 a dependency failed (retry later), 2 usage or
+configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from plowline_core.errors import ConfigError, PlowlineError
+from pydantic import ValidationError
+
+EXIT_OK = 0
+EXIT_UNAVAILABLE = 1
+EXIT_USAGE = 2
+
+_EPILOG = """\
+objects:
+  <path>/<vendor>.<name>/jsonschema-<model>/YYYY/MM/DD/HH/<window start>-<id>.ndjson[.gz]
+  <path>/unparseable/YYYY/MM/DD/HH/<window start>-<id>.bin   (one message per object)
+
+A message that is not self-describing JSON (not JSON at all, or JSON spread over several
+lines) gets an object of its own holding exactly its bytes, never compressed, so a message
+with newlines inside is kept as it came and never mixed up with a neighbour.
+
+A message is acked only once the object holding it is written. Every option can also be
+set as PLOWLINE_DEADLETTER_<NAME> (e.g. PLOWLINE_DEADLETTER_MAX_ROWS=500); the command
+line wins. PUBSUB_EMULATOR_HOST / STORAGE_EMULATOR_HOST point at local stand-ins.
+Endpoints: /healthz, /readyz and /metrics on --port.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser with the ``run`` command."""
+    parser = argparse.ArgumentParser(
+        prog="plowline-deadletter",
+        description="Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run = commands.add_parser(
+        "run",
+        help="consume the bad-rows subscription into the bucket until SIGTERM",
+        description="Consume bad rows and write one object per bad-row type per window.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,
+    )
+    run.add_argument("--config", metavar="FILE", help="Snowplow bigquery_config JSON (projectId)")
+    run.add_argument(
+        "--badRowsSub",
+        dest="bad_rows_sub",
+        metavar="SUB",
+        help="bad-rows subscription: short name in projectId, or projects/P/subscriptions/S",
+    )
+    run.add_argument("--bucket", metavar="gs://BUCKET/PATH", help="where objects are written")
+    run.add_argument(
+        "--window",
+        type=float,
+        metavar="SECONDS",
+        help="seconds of bad rows per object and type (default 60)",
+    )
+    run.add_argument(
+        "--maxRows",
+        dest="max_rows",
+        type=int,
+        metavar="N",
+        help="write an object early once it holds N rows (default 10000)",
+    )
+    run.add_argument("--gzip", action="store_true", help="gzip objects (.ndjson.gz)")
+    run.add_argument("--port", type=int, help="health and metrics port (default 8081, 0 = any)")
+    run.add_argument("--logLevel", dest="log_level", metavar="LEVEL", help="default INFO")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, run the command, and return its exit code."""
+    args = vars(build_parser().parse_args(argv))
+    args.pop("command")
+    return _run(args)
+
+
+def _run(args: dict[str, Any]) -> int:
+    from plowline_cloud.logging import configure_logging
+
+    from plowline_deadletter.bootstrap import run
+    from plowline_deadletter.settings import DeadLetterSettings
+
+    try:
+        settings = DeadLetterSettings(**args)
+    except ValidationError as error:
+        print(f"plowline-deadletter: invalid settings:\n{error}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging("deadletter", settings.log_level, settings.log_json)
+    try:
+        return run(settings)
+    except ConfigError as error:
+        print(f"plowline-deadletter: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except PlowlineError as error:
+        print(f"plowline-deadletter: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

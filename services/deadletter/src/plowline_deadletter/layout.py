@@ -1,0 +1,73 @@
+"""Where a bad row is filed in the bucket, and how an object's bytes are made.
+
+Object names (relative to the bucket path)::
+
+    <vendor>.<name>/jsonschema-<model>/YYYY/MM/DD/HH/<window start>-<unique>.ndjson[.gz]
+    unparseable/YYYY/MM/DD/HH/<window start>-<unique>.bin
+
+where ``<window start>`` is ISO 8601 basic (``20261122T051300Z``) and the hour path is the
+window start's.
+
+Notes:
+    Pure. Bad rows are stored as received (a message is never re-encoded; only a trailing
+    newline is dropped), so a bad row in the bucket is byte-for-byte the one published.
+    A bad row goes into NDJSON only when it is one line: after its one trailing ``\n`` is
+    dropped it holds no ``\n`` nor ``\r`` (readers split lines on both). Anything else
+    (not JSON, or JSON spread over several lines) is ``unparseable`` and gets an object of
+    its own whose content is exactly the message, never compressed: no separator can be
+    confused with the message's own bytes, and such messages are rare.
+"""
+
+from __future__ import annotations
+
+import gzip as gzip_module
+from collections.abc import Sequence
+from datetime import datetime
+
+from plowline_core.badrows import parse_bad_row
+
+UNPARSEABLE = "unparseable"
+"""The partition of messages that are not self-describing JSON."""
+
+UNPARSEABLE_CONTENT_TYPE = "application/octet-stream"
+"""The content type of an unparseable message's object (its bytes as they came)."""
+
+
+def partition_of(data: bytes) -> str:
+    """Return the partition of a message: ``vendor.name/jsonschema-model`` or ``unparseable``."""
+    line = data.removesuffix(b"\n")
+    if b"\n" in line or b"\r" in line:
+        return UNPARSEABLE  # not one NDJSON line: kept whole in an object of its own
+    parsed = parse_bad_row(data)
+    if parsed is None:
+        return UNPARSEABLE
+    key, _ = parsed
+    return f"{key.vendor}.{key.name}/{key.format}-{key.version.model}"
+
+
+def object_name(partition: str, window_start: datetime, unique: str, gzip: bool) -> str:
+    """Return the object name of one batch of a partition."""
+    suffix = ".ndjson.gz" if gzip else ".ndjson"
+    return f"{partition}/{_stem(window_start, unique)}{suffix}"
+
+
+def unparseable_name(window_start: datetime, unique: str) -> str:
+    """Return the object name of one unparseable message (one object per message)."""
+    return f"{UNPARSEABLE}/{_stem(window_start, unique)}.bin"
+
+
+def _stem(window_start: datetime, unique: str) -> str:
+    hour = window_start.strftime("%Y/%m/%d/%H")
+    stamp = window_start.strftime("%Y%m%dT%H%M%SZ")
+    return f"{hour}/{stamp}-{unique}"
+
+
+def encode_lines(lines: Sequence[bytes], gzip: bool) -> bytes:
+    """Join one-line messages into NDJSON (newline-terminated), gzip-compressed if asked."""
+    body = b"".join(line.removesuffix(b"\n") + b"\n" for line in lines)
+    return gzip_module.compress(body, mtime=0) if gzip else body
+
+
+def content_type(gzip: bool) -> str:
+    """Return the content type of an object."""
+    return "application/gzip" if gzip else "application/x-ndjson"

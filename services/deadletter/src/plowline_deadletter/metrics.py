@@ -1,0 +1,38 @@
+"""The dead-letter writer's Prometheus metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plowline_cloud.metrics import MetricsRegistry
+from prometheus_client import Counter, Gauge
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterMetrics:
+    """Counters of what the writer filed (``plowline_deadletter_*``)."""
+
+    objects_written: Counter
+    rows_written: Counter
+    unparseable: Counter
+    write_failures: Counter
+    buffered: Gauge
+
+    @classmethod
+    def create(cls, registry: MetricsRegistry) -> DeadLetterMetrics:
+        """Register the metrics in a service registry."""
+        return cls(
+            objects_written=registry.counter(
+                "deadletter_objects_written", "Objects written to the bucket", ["partition"]
+            ),
+            rows_written=registry.counter(
+                "deadletter_rows_written", "Bad rows written to the bucket", ["partition"]
+            ),
+            unparseable=registry.counter(
+                "deadletter_unparseable", "Messages that were not self-describing JSON"
+            ),
+            write_failures=registry.counter(
+                "deadletter_write_failures", "Objects that could not be written (rows redelivered)"
+            ),
+            buffered=registry.gauge("deadletter_buffered", "Bad rows waiting for their object"),
+        )

@@ -1,0 +1,156 @@
+"""File bad rows into the bucket: buffer per partition, write one object per batch, then ack.
+
+An unparseable message is buffered like the others but written as an object of its own
+(``layout.unparseable_name``), holding exactly its bytes.
+
+Notes:
+    At least once: a message is acked only after the object holding it was written; when
+    the write fails its messages are nacked and come back. After ``close`` every new
+    message is nacked at once, so nothing is left buffered behind a shutdown.
+    Thread-safe: Pub/Sub callbacks call ``receive`` from several threads; objects are
+    written outside the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import structlog
+from plowline_core.config import DeadLetterOptions
+from plowline_core.errors import PlowlineError
+from plowline_core.ports import BlobStore, Clock
+
+from plowline_deadletter.batching import Batch, Batcher
+from plowline_deadletter.layout import (
+    UNPARSEABLE,
+    UNPARSEABLE_CONTENT_TYPE,
+    content_type,
+    encode_lines,
+    object_name,
+    partition_of,
+    unparseable_name,
+)
+from plowline_deadletter.metrics import DeadLetterMetrics
+
+_log = structlog.get_logger(__name__)
+
+
+class Message(Protocol):
+    """A received message that can be settled (``plowline_cloud.pubsub.Delivery``)."""
+
+    @property
+    def data(self) -> bytes:
+        """The message payload."""
+        ...
+
+    def ack(self) -> None:
+        """Settle: never deliver again."""
+        ...
+
+    def nack(self) -> None:
+        """Give back for redelivery."""
+        ...
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class DeadLetterWriter:
+    """Turn received bad rows into bucket objects and settle the messages."""
+
+    def __init__(
+        self,
+        store: BlobStore,
+        clock: Clock,
+        options: DeadLetterOptions,
+        metrics: DeadLetterMetrics,
+        new_id: Callable[[], str] = _new_id,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._options = options
+        self._metrics = metrics
+        self._new_id = new_id
+        self._batcher: Batcher[Message] = Batcher(options.window, options.max_rows)
+        self._lock = threading.Lock()
+        self._closing = False
+
+    @property
+    def pending(self) -> int:
+        """Return how many messages wait for their object."""
+        with self._lock:
+            return self._batcher.pending
+
+    def receive(self, message: Message) -> None:
+        """Buffer one message; write the batches it completes."""
+        partition = partition_of(message.data)
+        if partition == UNPARSEABLE:
+            self._metrics.unparseable.inc()
+        with self._lock:
+            if self._closing:
+                message.nack()
+                return
+            ready = self._batcher.add(partition, message, self._clock.now())
+            self._metrics.buffered.set(self._batcher.pending)
+        self._write(ready)
+
+    def tick(self) -> None:
+        """Write every batch whose window has closed."""
+        with self._lock:
+            ready = self._batcher.due(self._clock.now())
+            self._metrics.buffered.set(self._batcher.pending)
+        self._write(ready)
+
+    def close(self) -> None:
+        """Refuse new messages and write everything buffered (graceful shutdown)."""
+        with self._lock:
+            self._closing = True
+            ready = self._batcher.drain()
+            self._metrics.buffered.set(0)
+        self._write(ready)
+
+    def _write(self, batches: Sequence[Batch[Message]]) -> None:
+        for batch in batches:
+            self._write_one(batch)
+
+    def _write_one(self, batch: Batch[Message]) -> None:
+        if batch.key == UNPARSEABLE:
+            for message in batch.items:
+                self._write_unparseable(batch, message)
+            return
+        gzip = self._options.gzip
+        name = object_name(batch.key, batch.window_start, self._new_id(), gzip)
+        body = encode_lines([message.data for message in batch.items], gzip)
+        try:
+            self._store.put(name, body, content_type(gzip))
+        except PlowlineError as error:
+            # Redelivery is the retry: the rows come back and are buffered again.
+            _log.error("object not written", object=name, rows=len(batch.items), error=str(error))
+            self._metrics.write_failures.inc()
+            for message in batch.items:
+                message.nack()
+            return
+        for message in batch.items:
+            message.ack()
+        self._metrics.objects_written.labels(batch.key).inc()
+        self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
+        _log.info("object written", object=name, rows=len(batch.items))
+
+    def _write_unparseable(self, batch: Batch[Message], message: Message) -> None:
+        """Write one unparseable message as an object of its own, its bytes as they came."""
+        name = unparseable_name(batch.window_start, self._new_id())
+        try:
+            self._store.put(name, message.data, UNPARSEABLE_CONTENT_TYPE)
+        except PlowlineError as error:
+            _log.error("object not written", object=name, rows=1, error=str(error))
+            self._metrics.write_failures.inc()
+            message.nack()
+            return
+        message.ack()
+        self._metrics.objects_written.labels(UNPARSEABLE).inc()
+        self._metrics.rows_written.labels(UNPARSEABLE).inc()
+        _log.info("object written", object=name, rows=1)

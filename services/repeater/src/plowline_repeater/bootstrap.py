@@ -1,0 +1,222 @@
+"""The composition root of ``plowline-repeater``: build the Google clients, wire, run.
+
+Notes:
+    The only place that builds Google clients. Shutdown (SIGTERM/SIGINT): stop taking new
+    messages, write the dead-end buffer and ack it, give waiting rows back, close the
+    stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
+from plowline_cloud.clients import (
+    bigquery_client,
+    publisher_client,
+    storage_client,
+    subscriber_client,
+)
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
+from plowline_core.badrows import Processor
+from plowline_core.config import BigQueryConfig
+from plowline_core.errors import ConfigError
+
+from plowline_repeater.metrics import RepeaterMetrics
+from plowline_repeater.progress import ProgressBar
+from plowline_repeater.repeater import Repeater
+from plowline_repeater.replay import (
+    Destination,
+    ObjectOutcome,
+    Replayer,
+    TableDestination,
+    TopicDestination,
+)
+from plowline_repeater.replay_plan import TimeWindow, select_objects
+from plowline_repeater.replay_report import render
+from plowline_repeater.settings import EmulatorSettings, RepeaterSettings, ReplaySettings
+
+ARTIFACT = "plowline-repeater"
+_TICK_SECONDS = 0.5
+_log = structlog.get_logger(__name__)
+
+
+def repeater_version() -> str:
+    """Return the installed plowline-repeater version (the bad rows' processor version)."""
+    try:
+        return version(ARTIFACT)
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0.0.0"
+
+
+def read_json(path: Path, flag: str) -> Any:
+    """Read a JSON file named on the command line; ConfigError naming the flag otherwise."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{flag} {path}: {error}") from error
+
+
+def load_config(path: Path) -> BigQueryConfig:
+    """Read and validate the Snowplow ``bigquery_config`` file."""
+    return BigQueryConfig.parse(read_json(path, "--config"))
+
+
+def subscription_path(project: str, name: str) -> str:
+    """Return a full subscription path; a short name lives in the config's project."""
+    return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
+
+
+def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
+    """Repeat failed inserts until SIGTERM; return the exit code."""
+    config = load_config(settings.config)
+    read_json(settings.resolver, "--resolver")  # accepted for Snowplow compatibility; checked
+    options = settings.options()
+    bucket, prefix = parse_gcs_url(settings.dead_end_bucket)
+    clock = SystemClock()
+    bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
+    schema = BigQueryTableSchemaStore(bigquery, config.table_ref, settings.schema_refresh, clock)
+    registry = MetricsRegistry("repeater")
+    repeater = Repeater(
+        BigQueryRowSink(bigquery, config.table_ref, schema),
+        schema,
+        GcsBlobStore(
+            storage_client(config.project_id, endpoints.storage_emulator_host), bucket, prefix
+        ),
+        clock,
+        options,
+        Processor(ARTIFACT, repeater_version()),
+        RepeaterMetrics.create(registry),
+    )
+    client = subscriber_client(endpoints.pubsub_emulator_host)
+    subscriber = PubSubSubscriber(
+        client,
+        subscription_path(config.project_id, settings.failed_inserts_sub),
+        max_messages=settings.max_outstanding,
+        max_lease_seconds=int(options.backoff_period + options.window + 600),
+    )
+    health = start_health_server(settings.port, registry, lambda: subscriber.running)
+    stop = _stop_event()
+    subscriber.start(repeater.receive)
+    _log.info(
+        "repeater started",
+        subscription=subscriber.subscription_path,
+        table=config.table_ref,
+        dead_end=settings.dead_end_bucket,
+        port=health.port,
+    )
+    try:
+        return _loop(repeater, subscriber, stop)
+    finally:
+        repeater.close()
+        subscriber.stop(timeout=30)
+        client.close()
+        bigquery.close()  # type: ignore[no-untyped-call]  # google-cloud-bigquery leaves it unannotated
+        health.stop()
+        _log.info("repeater stopped")
+
+
+def _loop(repeater: Repeater, subscriber: PubSubSubscriber, stop: threading.Event) -> int:
+    while not stop.is_set():
+        repeater.step()
+        if not subscriber.running:
+            _log.error("streaming pull ended")
+            return 1
+        repeater.arrived.wait(_TICK_SECONDS)
+    return 0
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop
+
+
+def topic_path(project: str, name: str) -> str:
+    """Return a full topic path; a short name lives in the config's project."""
+    return name if name.startswith("projects/") else f"projects/{project}/topics/{name}"
+
+
+def replay(settings: ReplaySettings, endpoints: EmulatorSettings) -> int:
+    """Replay a dead-end path (see ``plowline_repeater.replay``); print the summary; return the exit code."""
+    config = load_config(settings.config) if settings.config is not None else None
+    if config is None and not settings.dry_run:
+        raise ConfigError("--config FILE is needed to know the table and the failedInserts topic")
+    bucket, prefix = parse_gcs_url(settings.url)
+    project = config.project_id if config is not None else None
+    store = GcsBlobStore(storage_client(project, endpoints.storage_emulator_host), bucket, prefix)
+    with ExitStack() as closing:
+        destination = None
+        if config is not None and not settings.dry_run:
+            destination = closing.enter_context(_destination(settings, config, endpoints))
+        selection = select_objects(store.list(), TimeWindow(settings.since, settings.until))
+        bar = ProgressBar(len(selection.chosen), sys.stderr, "replaying")
+        bar.advance(0)  # shown from the start: the first object may take a while
+
+        totals = [0, 0]  # rows recovered and failed so far, for the bar's note
+
+        def advance(outcome: ObjectOutcome) -> None:
+            totals[0] += outcome.recovered
+            totals[1] += outcome.failed
+            bar.advance(note=f"{totals[0]} recovered, {totals[1]} failed")
+
+        processor = Processor(ARTIFACT, repeater_version())
+        try:
+            report = Replayer(store, destination, processor).run(
+                selection, settings.error_matches, advance
+            )
+        finally:
+            bar.close()
+    where = store.url
+    print(render(report, where, _describe(settings, config)), end="")
+    if report.error is not None:
+        print(f"{ARTIFACT} replay: {report.error}", file=sys.stderr)
+    return report.exit_code
+
+
+def _describe(settings: ReplaySettings, config: BigQueryConfig | None) -> str:
+    if config is None:
+        return "the --to target (no --config given)"
+    if settings.to == "failed-inserts":
+        return f"topic {topic_path(config.project_id, config.failed_inserts)}"
+    return f"table {config.table_ref}"
+
+
+@contextmanager
+def _destination(
+    settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorSettings
+) -> Iterator[Destination]:
+    if settings.to == "failed-inserts":
+        publisher = publisher_client(endpoints.pubsub_emulator_host)
+        topic = topic_path(config.project_id, config.failed_inserts)
+        try:
+            yield TopicDestination(PubSubPublisher(publisher, topic), topic)
+        finally:
+            publisher.stop()
+        return
+    bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
+    schema = BigQueryTableSchemaStore(bigquery, config.table_ref, 1.0, SystemClock())
+    try:
+        yield TableDestination(
+            BigQueryRowSink(bigquery, config.table_ref, schema), config.table_ref
+        )
+    finally:
+        bigquery.close()  # type: ignore[no-untyped-call]  # google-cloud-bigquery leaves it unannotated

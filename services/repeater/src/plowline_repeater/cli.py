@@ -1,0 +1,150 @@
+"""The ``plowline-repeater`` console entry: ``run`` (the service) and ``replay`` (by hand).
+
+Exit codes: 0 done (or stopped cleanly by SIGTERM), 1 a dependency failed (retry later),
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from plowline_core.errors import ConfigError, PlowlineError
+from pydantic import ValidationError
+
+EXIT_OK = 0
+EXIT_UNAVAILABLE = 1
+EXIT_USAGE = 2
+
+_RUN_EPILOG = """\
+A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
+the row needs, or once etl_tstamp + backoffPeriod has passed, whichever comes first. While
+it waits its message stays leased (never acked, never redelivered in a loop). A row still
+refused after the backoff, or a message that is not a failed-insert row, becomes a
+loader_recovery_error bad row in the dead-end bucket:
+
+  <path>/YYYY/MM/DD/HH/<UTC timestamp>-<id>.ndjson      (private objects, NDJSON)
+
+Messages are acked only once their row is in the table or their bad row is written.
+Every option can also be set as PLOWLINE_REPEATER_<NAME> (e.g. PLOWLINE_REPEATER_WINDOW=10);
+the command line wins. PUBSUB_EMULATOR_HOST, BIGQUERY_EMULATOR_HOST and
+STORAGE_EMULATOR_HOST point at local stand-ins. /healthz, /readyz, /metrics on --port.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with ``run`` and ``replay``."""
+    parser = argparse.ArgumentParser(
+        prog="plowline-repeater",
+        description="Re-insert BigQuery failed inserts once they fit; dead-end the rest.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_run(commands)
+    _add_replay(commands)
+    return parser
+
+
+def _add_run(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="consume the failed-inserts subscription until SIGTERM",
+        description="Re-insert failed inserts from Pub/Sub into the events table.",
+        epilog=_RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=argparse.SUPPRESS,
+    )
+    run.add_argument("--config", metavar="FILE", help="Snowplow bigquery_config JSON (table)")
+    run.add_argument("--resolver", metavar="FILE", help="Iglu resolver config JSON")
+    run.add_argument(
+        "--failedInsertsSub",
+        dest="failed_inserts_sub",
+        metavar="SUB",
+        help="failed-inserts subscription: short name in projectId, or projects/P/subscriptions/S",
+    )
+    run.add_argument(
+        "--deadEndBucket",
+        dest="dead_end_bucket",
+        metavar="gs://BUCKET/PATH",
+        help="where rows that can never be inserted are written (must start with gs://)",
+    )
+    run.add_argument(
+        "--backoffPeriod",
+        dest="backoff_period",
+        type=float,
+        metavar="SECONDS",
+        help="retry a row regardless this long after its etl_tstamp (default 900)",
+    )
+    run.add_argument(
+        "--bufferSize",
+        "--desperatesBufferSize",
+        dest="buffer_size",
+        type=int,
+        metavar="N",
+        help="dead-end rows per object (default 20)",
+    )
+    run.add_argument(
+        "--window",
+        "--desperatesWindow",
+        dest="window",
+        type=float,
+        metavar="SECONDS",
+        help="write a partial dead-end object after this long (default 30)",
+    )
+    run.add_argument("--verbose", action="store_true", help="log every decision (DEBUG)")
+    run.add_argument("--port", type=int, help="health and metrics port (default 8082, 0 = any)")
+    run.add_argument(
+        "--maxOutstanding",
+        dest="max_outstanding",
+        type=int,
+        metavar="N",
+        help="most failed inserts held at once (flow control, default 1000)",
+    )
+    run.set_defaults(handler=_run)
+
+
+def _add_replay(commands: Any) -> None:
+    from plowline_repeater.replay_command import register
+
+    register(commands)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, run the chosen command, and return its exit code."""
+    args = vars(build_parser().parse_args(argv))
+    args.pop("command")
+    handler: Callable[[dict[str, Any]], int] = args.pop("handler")
+    return handler(args)
+
+
+def _run(args: dict[str, Any]) -> int:
+    from plowline_cloud.logging import configure_logging
+
+    from plowline_repeater.bootstrap import run
+    from plowline_repeater.settings import EmulatorSettings, RepeaterSettings
+
+    try:
+        settings = RepeaterSettings(**args)
+        endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment
+    except ValidationError as error:
+        print(f"plowline-repeater: invalid settings:\n{error}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging("repeater", "DEBUG" if settings.verbose else "INFO", settings.log_json)
+    return guarded("plowline-repeater", lambda: run(settings, endpoints))
+
+
+def guarded(prog: str, command: Callable[[], int]) -> int:
+    """Run a command, turning plowline errors into a message and an exit code."""
+    try:
+        return command()
+    except ConfigError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except PlowlineError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The repeater's settings: command-line values over ``PLOWLINE_REPEATER_*`` variables.
+
+Notes:
+    Validated once at start (``extra="forbid"``). The emulator endpoints come from the
+    variables the Google clients know (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``,
+    ``STORAGE_EMULATOR_HOST``); unset means Google Cloud.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from plowline_core.config import RepeaterOptions
+from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name.lower(), name)
+
+
+class EmulatorSettings(BaseSettings):
+    """Where the local stand-ins listen (all unset on Google Cloud)."""
+
+    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    pubsub_emulator_host: str | None = Field(None, validation_alias=_env("PUBSUB_EMULATOR_HOST"))
+    bigquery_emulator_host: str | None = Field(
+        None, validation_alias=_env("BIGQUERY_EMULATOR_HOST")
+    )
+    storage_emulator_host: str | None = Field(None, validation_alias=_env("STORAGE_EMULATOR_HOST"))
+
+
+class RepeaterSettings(BaseSettings):
+    """Everything ``plowline-repeater run`` needs."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PLOWLINE_REPEATER_", extra="forbid", populate_by_name=True, frozen=True
+    )
+
+    config: Path
+    resolver: Path
+    failed_inserts_sub: str
+    dead_end_bucket: str
+    backoff_period: PositiveFloat = 900.0
+    buffer_size: PositiveInt = 20
+    window: PositiveFloat = 30.0
+    verbose: bool = False
+    port: int = Field(8082, ge=0, le=65535)
+    max_outstanding: PositiveInt = 1000
+    schema_refresh: PositiveFloat = 1.0
+    log_json: bool = True
+
+    @field_validator("dead_end_bucket")
+    @classmethod
+    def _gs_url(cls, value: str) -> str:
+        if not value.startswith("gs://") or len(value) <= len("gs://"):
+            raise ValueError(f"must start with gs:// (gs://bucket[/path]), got {value!r}")
+        return value
+
+    def options(self) -> RepeaterOptions:
+        """Return the core option object."""
+        return RepeaterOptions(
+            backoff_period=self.backoff_period,
+            buffer_size=self.buffer_size,
+            window=self.window,
+            dead_end_bucket=self.dead_end_bucket,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """Everything ``plowline-repeater replay`` needs (validated by its argument parser)."""
+
+    url: str
+    config: Path | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    error_matches: re.Pattern[str] | None = None
+    to: Literal["table", "failed-inserts"] = "table"
+    dry_run: bool = False

@@ -1,0 +1,139 @@
+"""The dead-letter writer files every bad row from Pub/Sub into the bucket (local stack)."""
+
+from __future__ import annotations
+
+import gzip
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from plowline_cloud.clients import publisher_client, storage_client
+
+BUCKET = "plowline-bad-rows"
+VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
+
+
+def _bad_row(kind: str, version: str, marker: str) -> bytes:
+    return orjson.dumps(
+        {"schema": f"{VENDOR}/{kind}/jsonschema/{version}", "data": {"payload": marker}}
+    )
+
+
+def _publish(stack: Any, messages: list[bytes]) -> None:
+    publisher = publisher_client(stack.endpoints.pubsub_target)
+    topic = stack.topic_path("bad-rows")
+    for future in [publisher.publish(topic, data) for data in messages]:
+        future.result(timeout=30)
+
+
+def _objects(stack: Any, prefix: str) -> dict[str, bytes]:
+    client = storage_client(stack.project, stack.endpoints.storage_url)
+    return {
+        blob.name[len(prefix) + 1 :]: blob.download_as_bytes()
+        for blob in client.list_blobs(BUCKET, prefix=prefix + "/")
+    }
+
+
+def _messages(name: str, body: bytes) -> list[bytes]:
+    """Return the messages of an object: a .bin object is one message, NDJSON one per line."""
+    return [body] if name.endswith(".bin") else body.splitlines()
+
+
+def _lines(objects: dict[str, bytes]) -> set[bytes]:
+    return {line for name, body in objects.items() for line in _messages(name, body)}
+
+
+def _start(start_service: Callable[..., Any], config: Path, prefix: str, *extra: str) -> Any:
+    return start_service(
+        "plowline_deadletter.cli",
+        "run",
+        "--config",
+        str(config),
+        "--badRowsSub",
+        "bad-rows-deadletter",
+        "--bucket",
+        f"gs://{BUCKET}/{prefix}",
+        "--port",
+        "0",
+        *extra,
+    )
+
+
+def test_bad_rows_land_partitioned_and_complete(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Every message ends in exactly one object of its type's partition (unparseable apart)."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, config_files[0], prefix, "--window", "1", "--maxRows", "3")
+    parsing = [_bad_row("loader_parsing_error", "2-0-0", f"p{n}") for n in range(4)]
+    iglu = [_bad_row("loader_iglu_error", "2-0-0", "i0")]
+    marker = uuid.uuid4()
+    garbage = [
+        f"not json {marker}".encode(),
+        f"two\nlines {marker}\n".encode(),
+        f'{{"schema":"{VENDOR}/loader_parsing_error/jsonschema/2-0-0",\r\n"data":{{"m":"{marker}"}}}}'.encode(),
+    ]
+    _publish(local_stack, parsing + iglu + garbage)
+    sent = set(parsing + iglu + garbage)
+    eventually(lambda: sent <= _lines(_objects(local_stack, prefix)), timeout=60)
+    objects = _objects(local_stack, prefix)
+    service.stop()
+    by_partition: dict[str, set[bytes]] = {}
+    for name, body in objects.items():
+        by_partition.setdefault(name.split("/", 2)[0], set()).update(_messages(name, body))
+    expected = {
+        "com.snowplowanalytics.snowplow.badrows.loader_parsing_error": set(parsing),
+        "com.snowplowanalytics.snowplow.badrows.loader_iglu_error": set(iglu),
+        "unparseable": set(garbage),
+    }
+    assert expected == by_partition
+
+
+def test_unparseable_messages_round_trip_byte_for_byte(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Each unparseable message, embedded newlines included, is one .bin object equal to it."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, config_files[0], prefix, "--window", "1", "--gzip")
+    garbage = [b"a\nb", b"a", b"b", b"\n\nc\r\n", bytes(range(256))]
+    _publish(local_stack, garbage)
+    eventually(lambda: len(_objects(local_stack, prefix)) >= len(garbage), timeout=60)
+    objects = _objects(local_stack, prefix)
+    service.stop()
+    names = sorted(objects)
+    expected = (sorted(garbage), [True] * len(garbage))
+    actual = (
+        sorted(objects.values()),
+        [name.startswith("unparseable/") and name.endswith(".bin") for name in names],
+    )
+    assert expected == actual
+
+
+def test_sigterm_writes_buffers_and_exits_cleanly(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Rows buffered in a long window are written on SIGTERM, and the exit code is 0."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, config_files[0], prefix, "--window", "3600", "--gzip")
+    rows = [_bad_row("loader_runtime_error", "1-0-1", f"r{n}") for n in range(3)]
+    _publish(local_stack, rows)
+    eventually(lambda: "dead-letter writer started" in service.tail(), 30)
+    time.sleep(2)  # let the subscriber receive them (the objects are only written on SIGTERM)
+    code = service.stop(signal.SIGTERM)
+    objects = _objects(local_stack, prefix)
+    lines = {line for body in objects.values() for line in gzip.decompress(body).splitlines()}
+    expected = (0, set(rows))
+    assert expected == (code, lines), service.tail()

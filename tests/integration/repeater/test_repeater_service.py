@@ -1,0 +1,161 @@
+"""The repeater, run as a process against the local stack: lag, dead ends, and a SIGKILL."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from google.cloud import bigquery
+from jsonschema import Draft4Validator
+from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
+
+DEAD_END = "plowline-dead-end"
+RECOVERY = (
+    "vectors/badrows/com.snowplowanalytics.snowplow.badrows/loader_recovery_error/jsonschema/1-0-0"
+)
+
+
+def _row(**extra: Any) -> dict[str, Any]:
+    now = datetime.now(UTC).isoformat()
+    return {
+        "event_id": str(uuid.uuid4()),
+        "etl_tstamp": now,
+        "collector_tstamp": now,
+        "v_collector": "test",
+        "v_etl": "test",
+        **extra,
+    }
+
+
+def _publish(stack: Any, messages: list[bytes]) -> None:
+    publisher = publisher_client(stack.endpoints.pubsub_target)
+    topic = stack.topic_path("failed-inserts")
+    for future in [publisher.publish(topic, data) for data in messages]:
+        future.result(timeout=30)
+
+
+def _in_table(stack: Any, event_ids: list[str]) -> set[str]:
+    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    quoted = ", ".join(f"'{event_id}'" for event_id in event_ids)
+    query = f"SELECT event_id FROM `{stack.table_ref}` WHERE event_id IN ({quoted})"
+    return {row["event_id"] for row in client.query(query).result()}
+
+
+def _dead_rows(stack: Any, prefix: str) -> list[dict[str, Any]]:
+    client = storage_client(stack.project, stack.endpoints.storage_url)
+    return [
+        orjson.loads(line)
+        for blob in client.list_blobs(DEAD_END, prefix=prefix + "/")
+        for line in blob.download_as_bytes().splitlines()
+    ]
+
+
+def _start(start: Callable[..., Any], files: tuple[Path, Path], prefix: str, *extra: str) -> Any:
+    config, resolver = files
+    return start(
+        "plowline_repeater.cli",
+        "run",
+        "--config",
+        str(config),
+        "--resolver",
+        str(resolver),
+        "--failedInsertsSub",
+        "failed-inserts-repeater",
+        "--deadEndBucket",
+        f"gs://{DEAD_END}/{prefix}",
+        "--port",
+        "0",
+        *extra,
+    )
+
+
+def test_a_row_lands_soon_after_its_column_is_added(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Mutation lag: a row that failed for a missing column is in the table within 10 s of the column."""
+    column = f"lag_{uuid.uuid4().hex[:8]}"
+    service = _start(
+        start_service, config_files, f"t-{uuid.uuid4().hex[:8]}", "--backoffPeriod", "600"
+    )
+    row = _row(**{column: "here"})
+    _publish(local_stack, [orjson.dumps(row)])
+    eventually(lambda: "repeater started" in service.tail(), 30)
+    client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    table = client.get_table(local_stack.table_ref)
+    table.schema = [*table.schema, bigquery.SchemaField(column, "STRING", mode="NULLABLE")]
+    client.update_table(table, ["schema"])
+    landed = eventually(lambda: _in_table(local_stack, [row["event_id"]]), timeout=10)
+    service.stop()
+    assert {row["event_id"]} == landed, service.tail()
+
+
+def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+    conformance_dir: Path,
+) -> None:
+    """A wrong-typed row becomes a valid loader_recovery_error once the short backoff passed."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, config_files, prefix, "--backoffPeriod", "1", "--window", "1")
+    row = _row(txn_id="not a number")
+    _publish(local_stack, [orjson.dumps(row)])
+    [dead] = eventually(lambda: _dead_rows(local_stack, prefix), timeout=60) or [None]
+    code = service.stop()
+    schema = orjson.loads((conformance_dir / RECOVERY).read_bytes())
+    Draft4Validator(schema).validate(dead["data"])
+    expected = (0, row, "invalid")
+    actual = (
+        code,
+        orjson.loads(dead["data"]["payload"]),
+        dead["data"]["failure"]["error"]["reason"],
+    )
+    assert expected == actual, service.tail()
+
+
+def test_sigkill_with_rows_buffered_loses_none(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Rows buffered for the dead end when the process is killed land after a restart."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    markers = [f"garbage-{uuid.uuid4()}".encode() for _ in range(3)]
+    rows = [_row(txn_id="nope") for _ in range(2)]
+    first = _start(
+        start_service,
+        config_files,
+        prefix,
+        "--backoffPeriod",
+        "1",
+        "--window",
+        "3600",
+        "--bufferSize",
+        "100",
+        "--verbose",
+    )
+    eventually(lambda: "repeater started" in first.tail(), 30)
+    _publish(local_stack, markers + [orjson.dumps(row) for row in rows])
+    eventually(lambda: first.tail().count("dead-ended") >= 5, 30)
+    first.stop(signal.SIGKILL)
+    before = _dead_rows(local_stack, prefix)
+    second = _start(start_service, config_files, prefix, "--backoffPeriod", "1", "--window", "1")
+    wanted = {m.decode() for m in markers} | {orjson.dumps(r).decode() for r in rows}
+    eventually(
+        lambda: wanted <= {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)},
+        timeout=120,
+    )
+    second.stop()
+    payloads = {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)}
+    expected: tuple[list[Any], set[str]] = ([], wanted)
+    assert expected == (before, payloads & wanted), second.tail()

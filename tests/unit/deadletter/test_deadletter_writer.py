@@ -1,0 +1,177 @@
+"""The writer turns buffered bad rows into objects and acks only what was written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import count
+
+import pytest
+from plowline_core.config import DeadLetterOptions
+from plowline_core.errors import TransientError
+from plowline_core.testing.clock import FixedClock
+from plowline_core.testing.sinks import InMemoryBlobStore
+from plowline_deadletter.metrics import DeadLetterMetrics
+from plowline_deadletter.writer import DeadLetterWriter
+
+START = datetime(2026, 11, 22, 5, 13, tzinfo=UTC)
+ROW = (
+    b'{"schema":"iglu:com.snowplowanalytics.snowplow.badrows/loader_iglu_error/jsonschema/2-0-0",'
+    b'"data":{"n":%d}}'
+)
+
+
+@dataclass
+class FakeMessage:
+    """A received message that records how it was settled."""
+
+    data: bytes
+    settled: str | None = None
+
+    def ack(self) -> None:
+        """Record an ack."""
+        self.settled = "ack"
+
+    def nack(self) -> None:
+        """Record a nack."""
+        self.settled = "nack"
+
+
+def _writer(
+    store: InMemoryBlobStore, clock: FixedClock, metrics: DeadLetterMetrics, max_rows: int = 100
+) -> DeadLetterWriter:
+    ids = count(1)
+    options = DeadLetterOptions(window=60, max_rows=max_rows)
+    return DeadLetterWriter(store, clock, options, metrics, new_id=lambda: f"id{next(ids)}")
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    """A clock at a window start."""
+    return FixedClock(START)
+
+
+def test_messages_wait_unacked_until_their_window_closes(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """Nothing is written or acked while the window is open."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    message = FakeMessage(ROW % 1)
+    writer.receive(message)
+    writer.tick()
+    expected: tuple[dict[str, bytes], str | None] = ({}, None)
+    assert expected == (store.objects, message.settled)
+
+
+def test_a_closed_window_writes_one_object_then_acks(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """After the window the rows are in one object and every message is acked."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    messages = [FakeMessage(ROW % n) for n in range(3)]
+    for message in messages:
+        writer.receive(message)
+    clock.advance(60)
+    writer.tick()
+    name = "com.snowplowanalytics.snowplow.badrows.loader_iglu_error/jsonschema-2/2026/11/22/05/20261122T051300Z-id1.ndjson"
+    expected = {name: b"".join(m.data + b"\n" for m in messages)}
+    assert (expected, ["ack"] * 3) == (store.objects, [m.settled for m in messages])
+
+
+def test_unparseable_messages_land_as_they_came(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A message that is not self-describing JSON is filed under unparseable/ unchanged."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    writer.receive(FakeMessage(b"\x00 garbage"))
+    writer.close()
+    expected = {"unparseable/2026/11/22/05/20261122T051300Z-id1.bin": b"\x00 garbage"}
+    assert expected == store.objects
+
+
+def test_unparseable_messages_with_newlines_round_trip_byte_for_byte(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """Each unparseable message, newlines and all, is one object holding exactly its bytes."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    messages = [
+        FakeMessage(b"first\nsecond"),
+        FakeMessage(b"third\r\n\n"),
+        FakeMessage(b'{"schema":"iglu:a/b/jsonschema/1-0-0",\n"data":{}}'),
+        FakeMessage(b""),
+    ]
+    for message in messages:
+        writer.receive(message)
+    writer.close()
+    expected = (
+        [m.data for m in messages],
+        ["application/octet-stream"] * 4,
+        ["ack"] * 4,
+    )
+    actual = (
+        list(store.objects.values()),
+        list(store.content_types.values()),
+        [m.settled for m in messages],
+    )
+    assert expected == actual
+
+
+def test_a_failed_unparseable_write_nacks_only_its_message(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """When one unparseable object cannot be written, only that message comes back."""
+    store = InMemoryBlobStore()
+    store.objects["unparseable/2026/11/22/05/20261122T051300Z-id1.bin"] = b"taken"
+    writer = _writer(store, clock, metrics)
+    first, second = FakeMessage(b"one\ntwo"), FakeMessage(b"three")
+    writer.receive(first)
+    writer.receive(second)
+    writer.close()
+    expected = ("nack", "ack", b"three")
+    actual = (
+        first.settled,
+        second.settled,
+        store.objects["unparseable/2026/11/22/05/20261122T051300Z-id2.bin"],
+    )
+    assert expected == actual
+
+
+def test_max_rows_writes_before_the_window_ends(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A full buffer is written at once."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics, max_rows=2)
+    messages = [FakeMessage(ROW % n) for n in range(2)]
+    for message in messages:
+        writer.receive(message)
+    expected = (1, ["ack", "ack"])
+    assert expected == (len(store.objects), [m.settled for m in messages])
+
+
+def test_a_failed_write_nacks_its_messages(clock: FixedClock, metrics: DeadLetterMetrics) -> None:
+    """When the bucket refuses, the messages come back instead of being acked."""
+    store = InMemoryBlobStore()
+    store.fail_with = TransientError("bucket down")
+    writer = _writer(store, clock, metrics)
+    message = FakeMessage(ROW % 1)
+    writer.receive(message)
+    writer.close()
+    expected: tuple[dict[str, bytes], str] = ({}, "nack")
+    assert expected == (store.objects, message.settled)
+
+
+def test_close_flushes_and_then_refuses(clock: FixedClock, metrics: DeadLetterMetrics) -> None:
+    """Shutdown writes what is buffered; a message arriving afterwards is nacked."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    early, late = FakeMessage(ROW % 1), FakeMessage(ROW % 2)
+    writer.receive(early)
+    writer.close()
+    writer.receive(late)
+    expected = (1, "ack", "nack")
+    assert expected == (len(store.objects), early.settled, late.settled)

@@ -1,0 +1,201 @@
+"""The Repeater holds failed inserts until they fit, inserts them, and dead-ends the rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from plowline_cloud.metrics import MetricsRegistry
+from plowline_core.badrows import Processor
+from plowline_core.config import RepeaterOptions
+from plowline_core.errors import TransientError
+from plowline_core.ports import InsertFailure, InsertReason, Row
+from plowline_core.schema.field import Field, FieldType
+from plowline_core.testing.clock import FixedClock
+from plowline_core.testing.sinks import InMemoryBlobStore, InMemoryRowSink
+from plowline_core.testing.table import InMemoryTableSchemaStore
+from plowline_repeater.metrics import RepeaterMetrics
+from plowline_repeater.repeater import Repeater
+
+ETL = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
+BASE = (Field("event_id", FieldType.STRING), Field("etl_tstamp", FieldType.TIMESTAMP))
+NEW = Field("contexts_x_1", FieldType.STRING)
+
+
+@dataclass
+class FakeMessage:
+    """A received message that records how it was settled."""
+
+    data: bytes
+    settled: str | None = None
+
+    def ack(self) -> None:
+        """Record an ack."""
+        self.settled = "ack"
+
+    def nack(self) -> None:
+        """Record a nack."""
+        self.settled = "nack"
+
+
+def _message(event_id: str = "e1", **extra: object) -> FakeMessage:
+    row = {"event_id": event_id, "etl_tstamp": ETL.isoformat(), **extra}
+    return FakeMessage(orjson.dumps(row))
+
+
+@dataclass
+class World:
+    """A repeater wired to in-memory ports."""
+
+    repeater: Repeater
+    table: InMemoryTableSchemaStore
+    sink: InMemoryRowSink
+    store: InMemoryBlobStore
+    clock: FixedClock
+
+
+def _world(reject: InsertReason | None = None, buffer_size: int = 20) -> World:
+    table = InMemoryTableSchemaStore(BASE)
+
+    def refuse(row: Row) -> InsertFailure | None:
+        return None if reject is None else InsertFailure(row, reject, "wrong type", "contexts_x_1")
+
+    sink = InMemoryRowSink(table, reject=refuse)
+    store = InMemoryBlobStore()
+    clock = FixedClock(ETL)
+    options = RepeaterOptions(backoff_period=60, buffer_size=buffer_size, window=30)
+    metrics = RepeaterMetrics.create(MetricsRegistry("repeater-test"))
+    repeater = Repeater(
+        sink, table, store, clock, options, Processor("plowline-repeater", "0.1.0"), metrics
+    )
+    return World(repeater, table, sink, store, clock)
+
+
+def _dead_rows(store: InMemoryBlobStore) -> list[dict[str, object]]:
+    return [orjson.loads(line) for body in store.objects.values() for line in body.splitlines()]
+
+
+def test_a_fitting_row_is_inserted_and_acked() -> None:
+    """A row the table can take goes in with insertId = event_id, then its message is acked."""
+    world = _world()
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected = (["e1"], "ack")
+    assert expected == (world.sink.insert_ids, message.settled)
+
+
+def test_a_row_waits_unacked_for_its_column() -> None:
+    """A row naming a missing column is neither inserted nor settled."""
+    world = _world()
+    message = _message(contexts_x_1="v")
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected: tuple[list[str], str | None, int] = ([], None, 1)
+    assert expected == (world.sink.insert_ids, message.settled, world.repeater.waiting)
+
+
+def test_a_row_goes_in_once_its_column_is_added() -> None:
+    """Mutation lag: the row lands on the first step after the mutator added the column."""
+    world = _world()
+    message = _message(contexts_x_1="v")
+    world.repeater.receive(message)
+    world.repeater.step()
+    world.table.add_fields([NEW])
+    world.clock.advance(1)
+    world.repeater.step()
+    expected = (["e1"], "ack", 0)
+    assert expected == (world.sink.insert_ids, message.settled, world.repeater.waiting)
+
+
+def test_a_row_that_never_fits_is_dead_ended_after_the_backoff() -> None:
+    """After the backoff the last refusal becomes a recovery bad row and the message is acked."""
+    world = _world(buffer_size=1)
+    message = _message(contexts_x_1="v")
+    world.repeater.receive(message)
+    world.repeater.step()
+    world.clock.advance(61)
+    world.repeater.step()
+    world.repeater.step()
+    [row] = _dead_rows(world.store)
+    expected = ("ack", "unknown_field")
+    assert expected == (message.settled, row["data"]["failure"]["error"]["reason"])  # type: ignore[index]
+
+
+def test_an_invalid_row_is_not_retried_before_the_backoff() -> None:
+    """A row BigQuery refused for its values waits for the backoff instead of looping."""
+    world = _world(reject=InsertReason.INVALID)
+    world.repeater.receive(_message())
+    for _ in range(5):
+        world.repeater.step()
+    expected = 1
+    assert expected == world.sink.calls
+
+
+def test_a_message_that_is_not_a_row_is_dead_ended_as_parsing_error() -> None:
+    """Garbage becomes a loader_recovery_error with a parsing failure."""
+    world = _world(buffer_size=1)
+    message = FakeMessage(b"garbage")
+    world.repeater.receive(message)
+    world.repeater.step()
+    [row] = _dead_rows(world.store)
+    expected = ("ack", "garbage")
+    assert expected == (message.settled, row["data"]["payload"])  # type: ignore[index]
+
+
+def test_dead_end_rows_wait_for_the_window() -> None:
+    """A partial dead-end buffer is written only when its window passed; messages wait unacked."""
+    world = _world(buffer_size=20)
+    message = FakeMessage(b"garbage")
+    world.repeater.receive(message)
+    world.repeater.step()
+    before = (len(world.store.objects), message.settled)
+    world.clock.advance(30)
+    world.repeater.step()
+    expected = ((0, None), (1, "ack"))
+    assert expected == (before, (len(world.store.objects), message.settled))
+
+
+def test_a_failed_dead_end_write_nacks() -> None:
+    """When the bucket refuses, dead-end messages are given back, not acked."""
+    world = _world(buffer_size=1)
+    world.store.fail_with = TransientError("bucket down")
+    message = FakeMessage(b"garbage")
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected = "nack"
+    assert expected == message.settled
+
+
+def test_a_failing_table_keeps_rows_waiting() -> None:
+    """A transient insert error leaves the row held for the next step."""
+    world = _world()
+    world.sink.fail_with = TransientError("bigquery down")
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected = (None, 1)
+    assert expected == (message.settled, world.repeater.waiting)
+
+
+def test_close_writes_the_buffer_and_gives_waiting_rows_back() -> None:
+    """Shutdown acks what it wrote and nacks what still waits."""
+    world = _world()
+    garbage, waiting = FakeMessage(b"garbage"), _message(contexts_x_1="v")
+    world.repeater.receive(garbage)
+    world.repeater.receive(waiting)
+    world.repeater.step()
+    world.repeater.close()
+    expected = ("ack", "nack", 1)
+    assert expected == (garbage.settled, waiting.settled, len(world.store.objects))
+
+
+def test_messages_after_close_are_nacked() -> None:
+    """Nothing is taken in once shutdown began."""
+    world = _world()
+    world.repeater.close()
+    message = _message()
+    world.repeater.receive(message)
+    expected = "nack"
+    assert expected == message.settled
