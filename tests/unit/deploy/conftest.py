@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; types-PyYAML is not installed
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
