@@ -10,6 +10,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -268,6 +269,31 @@ def test_bigquery_skip_invalid_rows_inserts_the_rest(
     )
 
     assert expected == (errors, sorted(r["id"] for r in _rows(client, table)))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", ([], True), id="corrected"),
+        pytest.param("uncorrected", (HTTP_500, False), id="uncorrected"),
+    ],
+)
+def test_bigquery_auto_timestamp_is_the_insert_time(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """A TIMESTAMP value ``"AUTO"`` stores the insert time (the request fails uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(
+        client,
+        local_stack.dataset,
+        [bigquery.SchemaField("id", "STRING"), bigquery.SchemaField("load_tstamp", "TIMESTAMP")],
+    )
+    before = datetime.now(UTC) - timedelta(seconds=5)
+
+    errors = _insert(client, table, [{"id": "a", "load_tstamp": "AUTO"}])
+    stamps = [r["load_tstamp"] for r in _rows(client, table)]
+
+    assert expected == (errors, len(stamps) == 1 and stamps[0] >= before)
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,11 @@ EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
 
 # Command modules, imported when the parser is built (they import this module's constants).
-_COMMANDS = ("plowline_loader.transform_command",)
+_COMMANDS = (
+    "plowline_loader.transform_command",
+    "plowline_loader.run_command",
+    "plowline_loader.backfill_command",
+)
 
 
 def loader_version() -> str:

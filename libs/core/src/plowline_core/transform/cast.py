@@ -186,15 +186,32 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
         return None
 
     by_key = _by_key(raw_names, names, casters, direct, as_is, missing)
+    plain_types = tuple(_plain_types(sub, mode) for sub in subs)
+    numeric_at = tuple(
+        i for i, sub in enumerate(subs) if sub.type in _NUMERIC and sub.mode is not Mode.REPEATED
+    )
 
     def record(value: Any, errors: list[CastError]) -> Any:
         if type(value) is not dict:
             errors.append(WrongType(value, "RECORD"))
             return None
+        get = value.get
+        # Fastest path, all in C: every sub-field holds a value stored as is, numbers
+        # within int64 (a sum of magnitudes bounds each one; inf and NaN fail it), and
+        # the raw names account for every key of the object.
+        items = list(map(get, raw_names))
+        if (
+            all(map(_contains, plain_types, map(type, items)))
+            and sum(map(value.__contains__, raw_names)) == len(value)
+            and (
+                not numeric_at
+                or sum(map(abs, filter(None, map(items.__getitem__, numeric_at)))) <= _INT64_MAX
+            )
+        ):
+            return dict(zip(names, items, strict=True))
         # Fast path: look each sub-field up by its raw name. When that accounts for every
         # key of the object, no other key can match by normalised name: done.
         mark = len(errors)
-        get = value.get
         out: dict[str, Any] = {}
         found = 0
         for index, (name, raw, caster, plain, strict) in enumerate(specs):
@@ -315,6 +332,22 @@ def _as_is_types(field: Field, mode: ColumnMode) -> frozenset[type]:
     ):
         kinds.add(str)
     return frozenset(kinds)
+
+
+_NUMERIC = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
+_contains = frozenset.__contains__
+
+
+def _plain_types(field: Field, mode: ColumnMode) -> frozenset[type]:
+    """Return the value types a field stores unchanged, numbers assumed within int64."""
+    kinds = _as_is_types(field, mode)
+    if field.mode is Mode.REPEATED:
+        return kinds
+    if field.type is FieldType.INTEGER:
+        return kinds | {int}
+    if field.type in _NUMERIC:
+        return kinds | {int, float}
+    return kinds
 
 
 class _Missing:

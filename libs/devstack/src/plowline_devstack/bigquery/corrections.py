@@ -9,6 +9,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   DuckDB storage, so the next insertAll works.
 * ``alter-ddl-catalog`` (:mod:`.alter_ddl`): ``ALTER TABLE … ADD COLUMN`` query jobs
   show in the catalog (tables.get).
+* ``insert-auto-timestamp`` (:mod:`.insert_auto_timestamp`): ``"AUTO"`` in a TIMESTAMP
+  column stores the insert time (Snowplow's ``load_tstamp``).
 * ``insert-validation`` (:mod:`.insert_validation`): insertAll rejects unknown fields,
   missing REQUIRED fields and wrong-typed values per row (``invalid`` / ``stopped``).
 * ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
@@ -28,6 +30,7 @@ from typing import Any
 import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
@@ -40,6 +43,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     TABLE_ETAG_PRECONDITION,
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
+    INSERT_AUTO_TIMESTAMP,
     INSERT_VALIDATION,
     NESTED_NAME_QUOTING,
     *WRITE_API_CORRECTIONS,

@@ -1,0 +1,293 @@
+"""Measure the streaming loader on the local stack: throughput, latency, memory.
+
+Run: ``uv run python bench/loader.py [--events 20000] [--rate 1000] [--seconds 20]``.
+
+1. Sustained: publish ``--events`` enriched events (3 contexts/unstruct mixes) as a
+   backlog, then time the loader (Spark local[2], warmed) from query start until every
+   event is inserted: events/s Pub/Sub → table.
+2. Ceiling: insert the same kind of rows straight into bqemulator with ``BigQueryRowSink``
+   (500-row insertAll requests, one thread), same run: rows/s; and the ratio of the two.
+3. Latency: offer ``--rate`` events/s for ``--seconds`` with the loader running; publish →
+   row inserted p50/p99 (publish time from Pub/Sub, insert time when insertAll returned).
+4. RSS of the loader at steady state: this process (the driver's Python), the JVM and the
+   Spark Python workers (the process tree under this process), from /proc.
+
+The stack runs as child processes of this one but is excluded from the RSS figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from plowline_cloud.bigquery import BigQueryRowSink
+from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.config import BigQueryConfig
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.ports import Row
+from plowline_core.schema.columns import column_field
+from plowline_core.schema.entity import ColumnMode, ShredProperty
+from plowline_core.testing.tsv import with_entities
+from plowline_devstack.provisioning import StackConfig
+from plowline_devstack.stack import LocalStack, start_stack
+from plowline_loader.bootstrap import WorkerConfig, build_processor
+from plowline_loader.pipeline import BatchOutcome
+from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.streaming import StreamingLoader, StreamSettings
+from pyspark.sql import SparkSession
+
+CTX_A = SchemaKey.parse("iglu:com.acme/ctx_a/jsonschema/1-0-0")
+CTX_B = SchemaKey.parse("iglu:com.acme/ctx_b/jsonschema/1-0-0")
+CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")
+SCHEMAS = {
+    CTX_A: ({"type": "object", "properties": {"a": {"type": "integer"}}}, ShredProperty.CONTEXTS),
+    CTX_B: ({"type": "object", "properties": {"b": {"type": "string"}}}, ShredProperty.CONTEXTS),
+    CLICK: (
+        {"type": "object", "properties": {"x": {"type": "string"}}},
+        ShredProperty.UNSTRUCT_EVENT,
+    ),
+}
+
+
+def _line(n: int) -> tuple[str, str]:
+    event_id = str(uuid.uuid4())
+    contexts: list[tuple[str, dict[str, Any]]] = [(CTX_A.to_uri(), {"a": n})]
+    if n % 2:
+        contexts.append((CTX_B.to_uri(), {"b": f"v{n}"}))
+    unstruct = (CLICK.to_uri(), {"x": str(n)}) if n % 3 == 0 else None
+    return event_id, with_entities(contexts=contexts, unstruct_event=unstruct, event_id=event_id)
+
+
+def _registry_dir(root: Path) -> Path:
+    for key, (schema, _) in SCHEMAS.items():
+        path = root / "schemas" / key.to_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(schema))
+    resolver = {
+        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+        "data": {
+            "cacheSize": 500,
+            "cacheTtl": 600,
+            "repositories": [
+                {
+                    "name": "acme",
+                    "priority": 0,
+                    "vendorPrefixes": [],
+                    "connection": {"embedded": {"path": "."}},
+                }
+            ],
+        },
+    }
+    (root / "resolver.json").write_text(json.dumps(resolver))
+    return root
+
+
+def _config(stack: LocalStack, root: Path, subscription: str) -> WorkerConfig:
+    bigquery = BigQueryConfig.parse(
+        {
+            "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
+            "data": {
+                "name": "bench",
+                "id": "31b1559d-d319-4023-aaae-97698238d808",
+                "projectId": stack.project,
+                "datasetId": stack.dataset,
+                "tableId": stack.table,
+                "input": subscription,
+                "typesTopic": "types",
+                "typesSubscription": "types-mutator",
+                "badRows": "bad-rows",
+                "failedInserts": "failed-inserts",
+                "load": {"mode": "STREAMING_INSERTS", "retry": False},
+                "purpose": "ENRICHED_EVENTS",
+            },
+        }
+    )
+    return WorkerConfig(
+        bigquery=bigquery,
+        resolver_json=(root / "resolver.json").read_text(),
+        resolver_dir=str(root),
+        column_mode=ColumnMode.FULL,
+        version="0.1.0",
+        pubsub_emulator_host=stack.endpoints.pubsub_target,
+        bigquery_emulator_host=stack.endpoints.bigquery_url,
+    )
+
+
+def _channel(stack: LocalStack) -> tuple[str, str]:
+    name = uuid.uuid4().hex[:8]
+    topic = f"projects/{stack.project}/topics/bench-{name}"
+    sub = f"projects/{stack.project}/subscriptions/bench-{name}"
+    publisher_client(stack.endpoints.pubsub_target).create_topic(request={"name": topic})
+    subscriber_client(stack.endpoints.pubsub_target).create_subscription(
+        request={"name": sub, "topic": topic, "ack_deadline_seconds": 60}
+    )
+    return topic, f"bench-{name}"
+
+
+def _publish(stack: LocalStack, topic: str, lines: list[str]) -> None:
+    publisher = publisher_client(stack.endpoints.pubsub_target)
+    futures = [publisher.publish(topic, line.encode()) for line in lines]
+    for future in futures:
+        future.result(timeout=120)
+
+
+def _loader(
+    spark: SparkSession, config: WorkerConfig, root: Path, observe: list[BatchOutcome]
+) -> StreamingLoader:
+    settings = StreamSettings(
+        checkpoint=str(root / f"cp-{uuid.uuid4().hex[:6]}"),
+        max_messages=1000,
+        pull_timeout_s=0.5,
+    )
+    return StreamingLoader(spark, config, settings, observer=observe.append)
+
+
+def _sustained(spark: SparkSession, stack: LocalStack, root: Path, events: int) -> float:
+    topic, sub = _channel(stack)
+    _publish(stack, topic, [_line(n)[1] for n in range(events)])
+    seen: list[BatchOutcome] = []
+    loader = _loader(spark, _config(stack, root, sub), root, seen)
+    started = time.monotonic()
+    query = loader.start()
+    while loader.writer.totals.events_in < events:
+        time.sleep(0.05)
+    elapsed = time.monotonic() - started
+    query.processAllAvailable()
+    loader.stop(30)
+    return events / elapsed
+
+
+def _ceiling(stack: LocalStack, rows: int) -> float:
+    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    store = BigQueryTableSchemaStore(client, stack.table_ref, 600.0, SystemClock())
+    sink = BigQueryRowSink(client, stack.table_ref, store)
+    config = _config(stack, ROOT, "unused")
+    builder = build_processor(config)._builder
+    prepared = []
+    for n in range(rows):
+        row = builder.transform_line(_line(n)[1])
+        data = dict(row.data)  # type: ignore[union-attr]
+        prepared.append(Row(data["event_id"], data))
+    started = time.monotonic()
+    for start in range(0, rows, 500):
+        sink.insert(prepared[start : start + 500])
+    return rows / (time.monotonic() - started)
+
+
+def _latency(
+    spark: SparkSession, stack: LocalStack, root: Path, rate: int, seconds: float
+) -> tuple[float, float, int]:
+    topic, sub = _channel(stack)
+    seen: list[BatchOutcome] = []
+    loader = _loader(spark, _config(stack, root, sub), root, seen)
+    query = loader.start()
+    publisher = publisher_client(stack.endpoints.pubsub_target)
+    total = int(rate * seconds)
+    started = time.monotonic()
+    futures = []
+    rss_samples: list[int] = []
+    for n in range(total):
+        due = started + n / rate
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        futures.append(publisher.publish(topic, _line(n)[1].encode()))
+        if n % rate == 0 and n > rate * seconds / 2:
+            rss_samples.append(_loader_rss())
+    for future in futures:
+        future.result(timeout=60)
+    while loader.writer.totals.events_in < total:
+        time.sleep(0.1)
+    query.processAllAvailable()
+    loader.stop(30)
+    latencies = sorted(x for outcome in seen for x in outcome.publish_latency_s)
+    p50 = statistics.median(latencies)
+    p99 = latencies[int(len(latencies) * 0.99) - 1]
+    return p50, p99, max(rss_samples) if rss_samples else _loader_rss()
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        children = (task / "children").read_text().split() if (task / "children").exists() else []
+        for child in children:
+            out.append(int(child))
+            out.extend(_children(int(child)))
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+STACK_PIDS: set[int] = set()
+
+
+def _loader_rss() -> int:
+    import os
+
+    me = os.getpid()
+    pids = [me] + [p for p in _children(me) if p not in STACK_PIDS]
+    stack_tree = {c for s in STACK_PIDS for c in _children(s)}
+    return sum(_rss(p) for p in pids if p not in stack_tree)
+
+
+ROOT = Path(tempfile.mkdtemp(prefix="plowline-bench-loader-"))
+
+
+def main() -> None:
+    """Run the four measurements and print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    stack = start_stack(ROOT / "stack", StackConfig())
+    STACK_PIDS.update(server.pid for server in stack.servers.values())
+    spark: SparkSession | None = None
+    try:
+        client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+        store = BigQueryTableSchemaStore(client, stack.table_ref, 60.0, SystemClock())
+        store.add_fields([column_field(k, s, shred) for k, (s, shred) in SCHEMAS.items()])
+        _registry_dir(ROOT)
+        spark = build_spark_session(SparkSettings(master="local[2]", app_name="plowline-bench"))
+        _sustained(spark, stack, ROOT, 1000)  # warm-up: first batch, Python workers, clients
+        rate = _sustained(spark, stack, ROOT, args.events)
+        ceiling = _ceiling(stack, min(args.events, 10_000))
+        p50, p99, rss = _latency(spark, stack, ROOT, args.rate, args.seconds)
+    finally:
+        if spark is not None:
+            spark.stop()
+        stack.stop()
+    rows = [
+        ("sustained Pub/Sub → table", f"{rate:,.0f} events/s", f"{args.events:,} backlog"),
+        ("bqemulator insertAll ceiling", f"{ceiling:,.0f} rows/s", "500-row requests"),
+        ("loader / ceiling", f"{rate / ceiling:.2f}", ""),
+        (f"publish → insert p50 @ {args.rate}/s", f"{p50 * 1000:,.0f} ms", f"{args.seconds:.0f} s"),
+        (f"publish → insert p99 @ {args.rate}/s", f"{p99 * 1000:,.0f} ms", ""),
+        ("loader RSS (driver+JVM+workers)", f"{rss / 2**20:,.0f} MiB", "steady state"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measure':<{width}}  {'value':>16}  note")
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>16}  {note}")
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()

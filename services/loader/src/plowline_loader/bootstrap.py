@@ -1,0 +1,169 @@
+"""The loader's one composition root: the Google clients, the adapters and the BatchProcessor.
+
+The driver reads and validates the files once (``worker_config``); the resulting
+``WorkerConfig`` is a small picklable value that Spark ships to every task, and
+``processor_for(config)`` builds the clients and the processor lazily, once per Python
+worker process, on the executor that needs them.
+
+Notes:
+    Clients are neither picklable nor fork-safe: the cache is keyed by the process id, so
+    a forked worker builds its own. Nothing here reads the environment: the settings did.
+    The resolver config travels as its JSON text plus the directory that relative
+    embedded repositories are resolved against (which must exist on every executor).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from plowline_cloud.bigquery import BigQueryRowSink
+from plowline_cloud.clients import bigquery_client, publisher_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.iglu import registries_from_config
+from plowline_cloud.pubsub import PubSubPublisher
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.badrows import Processor
+from plowline_core.config import BigQueryConfig
+from plowline_core.errors import ConfigError
+from plowline_core.iglu.config import ResolverConfig
+from plowline_core.iglu.resolver import Resolver
+from plowline_core.schema.entity import ColumnMode
+from plowline_core.transform.row import RowBuilder
+
+from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
+from plowline_loader.settings import LoaderSettings
+from plowline_loader.types import TypeTracker
+
+ARTIFACT = "plowline-loader"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """What an executor needs to build its BatchProcessor (picklable, hashable)."""
+
+    bigquery: BigQueryConfig
+    resolver_json: str
+    resolver_dir: str
+    column_mode: ColumnMode
+    version: str
+    pubsub_emulator_host: str | None = None
+    bigquery_emulator_host: str | None = None
+    schema_refresh_s: float = 60.0
+    max_bad_row_bytes: int = 6_900_000
+    insert_batch_rows: int = 500
+
+    def topic(self, name: str) -> str:
+        """Return the full path of a topic named in the config (short names: its project)."""
+        return _path(self.bigquery.project_id, "topics", name)
+
+    @property
+    def input_subscription(self) -> str:
+        """The full path of the enriched input subscription."""
+        return _path(self.bigquery.project_id, "subscriptions", self.bigquery.input)
+
+
+def _path(project: str, kind: str, name: str) -> str:
+    return name if name.startswith("projects/") else f"projects/{project}/{kind}/{name}"
+
+
+def load_bigquery_config(path: Path) -> BigQueryConfig:
+    """Read and validate the Snowplow ``bigquery_config`` file."""
+    try:
+        return BigQueryConfig.parse(orjson.loads(path.read_bytes()))
+    except OSError as error:
+        raise ConfigError(f"--config {path}: cannot read: {error.strerror}") from error
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"--config {path}: not JSON: {error}") from error
+    except ConfigError as error:
+        raise ConfigError(f"--config {path}: {error}") from error
+
+
+def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
+    """Read the config files named by ``settings`` and return the executors' config.
+
+    Raises:
+        ConfigError: a file is missing or invalid (the resolver is built once to check it).
+    """
+    bigquery = load_bigquery_config(settings.config)
+    try:
+        resolver_json = settings.resolver.read_text()
+    except OSError as error:
+        raise ConfigError(
+            f"--resolver {settings.resolver}: cannot read: {error.strerror}"
+        ) from error
+    config = WorkerConfig(
+        bigquery=bigquery,
+        resolver_json=resolver_json,
+        resolver_dir=str(settings.resolver.resolve().parent),
+        column_mode=settings.column_mode,
+        version=version,
+        pubsub_emulator_host=settings.pubsub_emulator_host,
+        bigquery_emulator_host=settings.bigquery_emulator_host,
+        schema_refresh_s=settings.schema_refresh,
+        max_bad_row_bytes=settings.max_bad_row_bytes,
+        insert_batch_rows=settings.insert_batch_rows,
+    )
+    build_resolver(config)
+    return config
+
+
+def build_resolver(config: WorkerConfig) -> Resolver:
+    """Return the Iglu resolver of ``config`` (ConfigError naming the file's problem)."""
+    try:
+        parsed = ResolverConfig.parse(orjson.loads(config.resolver_json))
+        registries = registries_from_config(parsed, Path(config.resolver_dir))
+        return Resolver.from_config(parsed, registries, SystemClock())
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"--resolver: not JSON: {error}") from error
+    except ConfigError as error:
+        raise ConfigError(f"--resolver: {error}") from error
+
+
+def build_processor(config: WorkerConfig) -> BatchProcessor:
+    """Build the clients, the adapters and the BatchProcessor of ``config``."""
+    clock = SystemClock()
+    bigquery = config.bigquery
+    client = bigquery_client(bigquery.project_id, config.bigquery_emulator_host)
+    schema = BigQueryTableSchemaStore(client, bigquery.table_ref, config.schema_refresh_s, clock)
+    table = BigQueryRowSink(client, bigquery.table_ref, schema, max_rows=config.insert_batch_rows)
+    publisher = publisher_client(config.pubsub_emulator_host)
+    destinations = Destinations(
+        schema=schema,
+        table=table,
+        types=PubSubPublisher(publisher, config.topic(bigquery.types_topic)),
+        bad_rows=PubSubPublisher(publisher, config.topic(bigquery.bad_rows)),
+        failed_inserts=PubSubPublisher(publisher, config.topic(bigquery.failed_inserts)),
+    )
+    return BatchProcessor(
+        RowBuilder(build_resolver(config), config.column_mode),
+        destinations,
+        TypeTracker(config.column_mode),
+        clock,
+        Processor(ARTIFACT, config.version),
+        Limits(max_bad_row_bytes=config.max_bad_row_bytes),
+    )
+
+
+_processors: dict[WorkerConfig, tuple[int, BatchProcessor]] = {}
+_processors_lock = threading.Lock()
+
+
+def processor_for(config: WorkerConfig) -> BatchProcessor:
+    """Return this process's BatchProcessor for ``config``, building it on first use.
+
+    Notes:
+        One per Python worker process: the type tracker's deduplication and the cached
+        table schema live as long as the worker (Spark reuses workers between tasks).
+    """
+    pid = os.getpid()
+    with _processors_lock:
+        cached = _processors.get(config)
+        if cached is not None and cached[0] == pid:
+            return cached[1]
+        processor = build_processor(config)
+        _processors[config] = (pid, processor)
+        return processor

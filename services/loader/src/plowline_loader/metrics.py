@@ -1,0 +1,86 @@
+"""The loader's Prometheus metrics, fed on the driver from the partitions' reports.
+
+Executors are separate Python processes, so they do not touch these metrics: each task
+returns a ``PartitionReport`` (counts and latency samples) through the micro-batch's
+``collect``, and the driver records the batch's merged outcome here.
+
+Notes:
+    Names (namespace ``plowline``): ``loader_events_in_total``, ``loader_good_total``,
+    ``loader_bad_total{code}``, ``loader_failed_inserts_total{reason}``,
+    ``loader_types_published_total``, ``loader_transient_failures_total``,
+    ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
+    ``loader_publish_to_insert_seconds``, ``loader_ready``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plowline_cloud.metrics import MetricsRegistry
+from prometheus_client import Counter, Gauge, Histogram
+
+from plowline_loader.pipeline import BatchOutcome
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+@dataclass(frozen=True)
+class LoaderMetrics:
+    """The loader's counters, histograms and readiness gauge."""
+
+    registry: MetricsRegistry
+    events_in: Counter
+    good: Counter
+    bad: Counter
+    failed: Counter
+    types_published: Counter
+    transient_failures: Counter
+    batch_duration: Histogram
+    collector_latency: Histogram
+    publish_latency: Histogram
+    ready: Gauge
+
+    @classmethod
+    def create(cls, registry: MetricsRegistry) -> LoaderMetrics:
+        """Register the loader's metrics in ``registry``."""
+        return cls(
+            registry=registry,
+            events_in=registry.counter("loader_events_in", "Enriched events taken in"),
+            good=registry.counter("loader_good", "Rows inserted into the table"),
+            bad=registry.counter("loader_bad", "Bad rows published", ["code"]),
+            failed=registry.counter("loader_failed_inserts", "Failed inserts", ["reason"]),
+            types_published=registry.counter("loader_types_published", "Entity types published"),
+            transient_failures=registry.counter(
+                "loader_transient_failures", "Partitions handed back after a transient error"
+            ),
+            batch_duration=registry.histogram(
+                "loader_batch_duration_seconds", "Micro-batch wall time", buckets=_DURATION_BUCKETS
+            ),
+            collector_latency=registry.histogram(
+                "loader_collector_to_insert_seconds",
+                "collector_tstamp to insert",
+                buckets=_LATENCY_BUCKETS,
+            ),
+            publish_latency=registry.histogram(
+                "loader_publish_to_insert_seconds",
+                "Pub/Sub publish to insert",
+                buckets=_LATENCY_BUCKETS,
+            ),
+            ready=registry.gauge("loader_ready", "1 when the loader is ready"),
+        )
+
+    def record(self, outcome: BatchOutcome, transient_failures: int = 0) -> None:
+        """Add one batch's merged outcome."""
+        self.events_in.inc(outcome.events_in)
+        self.good.inc(outcome.good)
+        for code, count in outcome.bad_by_code.items():
+            self.bad.labels(code=code).inc(count)
+        for reason, count in outcome.failed_by_reason.items():
+            self.failed.labels(reason=reason).inc(count)
+        self.types_published.inc(outcome.types_published)
+        self.transient_failures.inc(transient_failures)
+        for seconds in outcome.collector_latency_s:
+            self.collector_latency.observe(seconds)
+        for seconds in outcome.publish_latency_s:
+            self.publish_latency.observe(seconds)

@@ -1,0 +1,336 @@
+"""The loader's per-batch work: enriched TSV messages in, table rows, bad rows and types out.
+
+``BatchProcessor.process(messages)`` routes every message to exactly one outcome:
+
+    good row        inserted into the table (insertId = event_id)
+    failed insert   the table refused the row, or it needs a column the table lacks:
+                    the BigQuery-JSON row goes to the failedInserts topic
+    bad row         the line did not parse or its entities did not validate, or the row
+                    or bad row is over a size limit (``size_violation``): badRows topic
+
+and announces on the types topic the entity types whose column the table lacks.
+
+Notes:
+    Pure over the ports: no Spark, no Google, the time comes from the injected clock.
+    Returning is the promise that every outcome is durable (the insert returned, every
+    publish confirmed), so the caller may ack. An exception means nothing may be acked:
+    ``RegistryUnavailable`` (a ``TransientError``) is raised before anything is written,
+    so a registry outage never turns good events into bad rows. Types are published
+    before the insert, so the mutator starts adding columns as early as possible.
+    Invariant, checked on every batch: ``good + bad + failed == events_in``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import orjson
+from plowline_core.badrows import BadRow, Processor, SizeViolationRow
+from plowline_core.event.model import EnrichedEvent
+from plowline_core.event.parser import parse_bytes
+from plowline_core.messages import encode_failed_insert, encode_types
+from plowline_core.ports import (
+    Clock,
+    InsertFailure,
+    InsertReason,
+    Publisher,
+    Row,
+    RowSink,
+    TableSchemaStore,
+)
+from plowline_core.schema.entity import EntityType
+from plowline_core.transform.row import RowBuilder, TransformedRow
+
+from plowline_loader.types import TypeTracker
+
+BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
+_ROW_OVERHEAD = 64  # {"insertId": …, "json": …} around each row in the request
+# JSON escaping makes a string at most 6x longer (\u00XX): lines below this bound cannot
+# produce an oversized row, so the common case skips serialising the row to measure it.
+_ESCAPE_FACTOR = 6
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """One enriched TSV line as it arrived (``publish_time`` is None for files)."""
+
+    data: bytes
+    message_id: str
+    publish_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size limits: a row must fit one insertAll request, a bad row one Pub/Sub message."""
+
+    max_row_bytes: int = BIGQUERY_REQUEST_BYTES
+    max_bad_row_bytes: int = 6_900_000
+
+
+@dataclass(frozen=True, slots=True)
+class Destinations:
+    """Where a batch's outcomes go: the table, and the three topics."""
+
+    schema: TableSchemaStore
+    table: RowSink
+    types: Publisher
+    bad_rows: Publisher
+    failed_inserts: Publisher
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    """What one batch became; picklable, so executors can hand it to the driver.
+
+    Notes:
+        ``good + bad + failed == events_in``. Latencies are seconds, one per landed row
+        (collector_tstamp → insert) and per landed message with a publish time
+        (publish → insert).
+    """
+
+    events_in: int = 0
+    good: int = 0
+    bad: int = 0
+    failed: int = 0
+    types_published: int = 0
+    duration_s: float = 0.0
+    bad_by_code: Mapping[str, int] = field(default_factory=dict)
+    failed_by_reason: Mapping[str, int] = field(default_factory=dict)
+    collector_latency_s: tuple[float, ...] = ()
+    publish_latency_s: tuple[float, ...] = ()
+
+    def merge(self, other: BatchOutcome) -> BatchOutcome:
+        """Return the sum of two outcomes (counts added, latencies concatenated)."""
+        return BatchOutcome(
+            events_in=self.events_in + other.events_in,
+            good=self.good + other.good,
+            bad=self.bad + other.bad,
+            failed=self.failed + other.failed,
+            types_published=self.types_published + other.types_published,
+            duration_s=self.duration_s + other.duration_s,
+            bad_by_code=dict(Counter(self.bad_by_code) + Counter(other.bad_by_code)),
+            failed_by_reason=dict(Counter(self.failed_by_reason) + Counter(other.failed_by_reason)),
+            collector_latency_s=self.collector_latency_s + other.collector_latency_s,
+            publish_latency_s=self.publish_latency_s + other.publish_latency_s,
+        )
+
+    def without_latencies(self) -> BatchOutcome:
+        """Return the counts only (backfill sums millions of rows)."""
+        return BatchOutcome(
+            self.events_in,
+            self.good,
+            self.bad,
+            self.failed,
+            self.types_published,
+            self.duration_s,
+            self.bad_by_code,
+            self.failed_by_reason,
+        )
+
+
+class _Good(NamedTuple):
+    row: Row
+    message: InboundMessage
+    types: frozenset[EntityType]
+
+
+class _Sorted(NamedTuple):
+    goods: list[_Good]
+    bad_rows: list[bytes]
+    bad_by_code: Counter[str]
+
+
+class AccountingError(AssertionError):
+    """A batch's outcomes do not add up to its messages: a bug, never bad data."""
+
+
+class BatchProcessor:
+    """Transform a batch of enriched TSV messages and make every outcome durable."""
+
+    def __init__(
+        self,
+        builder: RowBuilder,
+        destinations: Destinations,
+        tracker: TypeTracker,
+        clock: Clock,
+        processor: Processor,
+        limits: Limits | None = None,
+    ) -> None:
+        self._builder = builder
+        self._to = destinations
+        self._tracker = tracker
+        self._clock = clock
+        self._processor = processor
+        self._limits = limits or Limits()
+
+    def process(self, messages: Sequence[InboundMessage]) -> BatchOutcome:
+        """Route every message to the table, failedInserts or badRows; return the counts.
+
+        Raises:
+            TransientError: a registry, the table or a topic is failing; ack nothing.
+        """
+        started = self._clock.now()
+        batch = self._sort(messages, started)
+        published = self._publish_missing_types(batch.goods, started)
+        failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
+        inserted_at = self._clock.now()
+        published += self._publish_implicated_types(batch.goods, failures, inserted_at)
+        if failures:
+            self._to.failed_inserts.publish([encode_failed_insert(f.row.data) for f in failures])
+        if batch.bad_rows:
+            self._to.bad_rows.publish(batch.bad_rows)
+        outcome = self._outcome(messages, batch, failures, published, started, inserted_at)
+        _check_accounts(outcome)
+        return outcome
+
+    def _sort(self, messages: Sequence[InboundMessage], now: datetime) -> _Sorted:
+        goods: list[_Good] = []
+        bad_rows: list[bytes] = []
+        codes: Counter[str] = Counter()
+        for message in messages:
+            result = self._transform(message.data)
+            if isinstance(result, TransformedRow):
+                oversized = self._oversized_row(result, message.data, now)
+                if oversized is None:
+                    goods.append(_Good(Row(result.event_id, result.data), message, result.types))
+                    continue
+                result = oversized
+            bad_rows.append(self._bad_row_json(result, message.data, now))
+            codes[str(result.code)] += 1
+        return _Sorted(goods, bad_rows, codes)
+
+    def _transform(self, data: bytes) -> TransformedRow | BadRow:
+        try:
+            return self._builder.transform_line(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            parsed = parse_bytes(data)  # not UTF-8: the parser's own bad row
+            return self._builder.build(parsed) if isinstance(parsed, EnrichedEvent) else parsed
+
+    def _oversized_row(
+        self, row: TransformedRow, line: bytes, now: datetime
+    ) -> SizeViolationRow | None:
+        limit = self._limits.max_row_bytes
+        if len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 < limit:
+            return None
+        size = encoded_row_size(row)
+        if size <= limit:
+            return None
+        expectation = (
+            f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
+        )
+        return SizeViolationRow.for_payload(
+            line, self._limits.max_bad_row_bytes, expectation, _iso(now), self._processor
+        )
+
+    def _bad_row_json(self, bad: BadRow, line: bytes, now: datetime) -> bytes:
+        encoded = bad.to_json(self._processor)
+        limit = self._limits.max_bad_row_bytes
+        if len(encoded) <= limit:
+            return encoded
+        expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
+        violation = SizeViolationRow.for_payload(
+            line, limit, expectation, _iso(now), self._processor
+        )
+        return violation.to_json(self._processor)
+
+    def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
+        types = _distinct_types(good.types for good in goods)
+        if not types:
+            return 0
+        return self._publish_types(self._tracker.missing(types, self._to.schema.fields(), now), now)
+
+    def _publish_implicated_types(
+        self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
+    ) -> int:
+        unknown = [f for f in failures if f.reason is InsertReason.UNKNOWN_FIELD and f.location]
+        if not unknown:
+            return 0
+        columns = {str(f.location).split(".", 1)[0] for f in unknown}
+        refused = {id(f.row) for f in unknown}
+        types = _distinct_types(good.types for good in goods if id(good.row) in refused)
+        return self._publish_types(self._tracker.implicated(types, columns, now), now)
+
+    def _publish_types(self, types: Sequence[EntityType], now: datetime) -> int:
+        if not types:
+            return 0
+        self._to.types.publish([encode_types(types)])
+        self._tracker.mark_published(types, now)
+        return len(types)
+
+    def _outcome(
+        self,
+        messages: Sequence[InboundMessage],
+        batch: _Sorted,
+        failures: Sequence[InsertFailure],
+        types_published: int,
+        started: datetime,
+        inserted_at: datetime,
+    ) -> BatchOutcome:
+        refused = {id(failure.row) for failure in failures}
+        landed = [good for good in batch.goods if id(good.row) not in refused]
+        return BatchOutcome(
+            events_in=len(messages),
+            good=len(landed),
+            bad=len(batch.bad_rows),
+            failed=len(failures),
+            types_published=types_published,
+            duration_s=(self._clock.now() - started).total_seconds(),
+            bad_by_code=dict(batch.bad_by_code),
+            failed_by_reason=dict(Counter(str(f.reason) for f in failures)),
+            collector_latency_s=_collector_latencies(landed, inserted_at),
+            publish_latency_s=_publish_latencies(landed, inserted_at),
+        )
+
+
+def _check_accounts(outcome: BatchOutcome) -> None:
+    """Raise AccountingError unless every message has exactly one outcome."""
+    total = outcome.good + outcome.bad + outcome.failed
+    if total != outcome.events_in:
+        raise AccountingError(
+            f"batch accounting broken: good {outcome.good} + bad {outcome.bad} + failed "
+            f"{outcome.failed} = {total}, but {outcome.events_in} events came in"
+        )
+
+
+def _distinct_types(sets: Iterable[frozenset[EntityType]]) -> set[EntityType]:
+    # Rows share their type sets (the row builder caches them): union each set once.
+    distinct = {id(types): types for types in sets}
+    return set().union(*distinct.values()) if distinct else set()
+
+
+def _collector_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[float, ...]:
+    out: list[float] = []
+    for good in landed:
+        stamp = good.row.data.get("collector_tstamp")
+        if isinstance(stamp, str):
+            try:
+                collected = datetime.fromisoformat(stamp)
+            except ValueError:
+                continue
+            out.append((inserted_at - _aware(collected)).total_seconds())
+    return tuple(out)
+
+
+def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[float, ...]:
+    return tuple(
+        (inserted_at - _aware(good.message.publish_time)).total_seconds()
+        for good in landed
+        if good.message.publish_time is not None
+    )
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def encoded_row_size(row: TransformedRow) -> int:
+    """Return the bytes ``row`` takes in an insertAll request (as the size check counts)."""
+    return len(orjson.dumps(row.data)) + len(row.event_id.encode()) + _ROW_OVERHEAD

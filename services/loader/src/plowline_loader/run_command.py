@@ -1,0 +1,141 @@
+"""``plowline-loader run``: stream enriched events from Pub/Sub into BigQuery until SIGTERM.
+
+Settings: flags over ``PLOWLINE_LOADER_*`` variables over defaults (``settings.py``);
+the Snowplow ``bigquery_config`` names the input subscription, the table and the topics.
+The driver serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``--port``; executors
+report their counts back through each micro-batch (``partition.py``).
+
+Exit codes: 0 stopped by SIGTERM/SIGINT (in-flight batch finished), 1 the query failed,
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import threading
+from types import FrameType
+
+import structlog
+from plowline_cloud.logging import configure_logging
+from plowline_cloud.metrics import MetricsRegistry
+from plowline_core.errors import ConfigError
+from plowline_core.schema.entity import ColumnMode
+
+from plowline_loader.bootstrap import worker_config
+from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
+from plowline_loader.health import Readiness, serve_health
+from plowline_loader.metrics import LoaderMetrics
+from plowline_loader.settings import LoaderSettings, load_settings
+from plowline_loader.streaming import StreamingLoader, StreamSettings
+
+_log = structlog.get_logger("plowline.loader")
+_POLL_S = 1  # seconds; awaitTermination takes whole seconds
+# Options whose value is handed to the settings as the user typed it (validated there).
+_FLAGS = {
+    "--config": "Snowplow bigquery_config file (self-describing JSON)",
+    "--resolver": "Iglu resolver config file (JSON)",
+    "--checkpoint": "Spark checkpoint directory (local path or gs://…; default: a new temp dir)",
+    "--master": "Spark master (default local[*])",
+    "--port": "health and metrics port (default 8083)",
+    "--max-messages": "messages per partition per micro-batch (default 1000)",
+    "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
+    "--partitions": "Spark partitions (concurrent pull/insert tasks) per micro-batch (default 2)",
+    "--trigger-interval": "seconds between micro-batch starts (default 0: back to back)",
+    "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
+}
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``run`` subcommand."""
+    parser = subparsers.add_parser(
+        "run",
+        help="stream enriched events from Pub/Sub into BigQuery (Spark Structured Streaming)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_flags(parser)
+    for flag, text in _FLAGS.items():
+        if flag not in ("--config", "--resolver"):
+            parser.add_argument(flag, metavar="VALUE", help=text)
+    parser.set_defaults(handler=run)
+
+
+def add_common_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the flags ``run`` and ``backfill`` share."""
+    parser.add_argument("--config", required=True, metavar="FILE", help=_FLAGS["--config"])
+    parser.add_argument("--resolver", required=True, metavar="FILE", help=_FLAGS["--resolver"])
+    parser.add_argument(
+        "--column-mode",
+        choices=[mode.value for mode in ColumnMode],
+        help="full: one column per full SchemaVer (loader 1.x, default); major: per model (2.x)",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> LoaderSettings:
+    """Return the settings from the parsed flags over the environment (ConfigError if bad)."""
+    names = [flag[2:].replace("-", "_") for flag in _FLAGS] + ["column_mode"]
+    return load_settings({name: getattr(args, name, None) for name in names})
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the streaming loader until SIGTERM; return the exit code."""
+    try:
+        settings = settings_from(args)
+        configure_logging("loader", settings.log_level, settings.log_json)
+        config = worker_config(settings, loader_version())
+    except ConfigError as error:
+        print(f"plowline-loader run: {error}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    stop = _stop_event()
+    registry = MetricsRegistry("loader")
+    metrics = LoaderMetrics.create(registry)
+    readiness = Readiness(metrics.ready)
+    health = serve_health(settings.port, registry, readiness)
+    from plowline_loader.spark import SparkSettings, build_spark_session  # Spark: slow import
+
+    ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
+    spark = build_spark_session(SparkSettings(master=settings.master, extra_conf=ui))
+    loader = StreamingLoader(spark, config, _stream_settings(settings), readiness, metrics)
+    code = EXIT_OK
+    try:
+        query = loader.start()
+        _log.info("serving health", port=health.port)
+        while not stop.is_set():
+            if query.awaitTermination(_POLL_S):
+                _log.error("streaming query ended", error=str(query.exception()))
+                code = EXIT_UNAVAILABLE
+                break
+    finally:
+        loader.stop(settings.grace_period * 0.8)
+        spark.stop()
+        health.stop()
+    return code
+
+
+def _stream_settings(settings: LoaderSettings) -> StreamSettings:
+    checkpoint = settings.checkpoint or tempfile.mkdtemp(prefix="plowline-loader-checkpoint-")
+    return StreamSettings(
+        checkpoint=checkpoint,
+        partitions=settings.partitions,
+        max_messages=settings.max_messages,
+        max_bytes=settings.max_bytes,
+        pull_timeout_s=settings.pull_timeout,
+        ack_deadline_s=settings.ack_deadline,
+        lease_interval_s=settings.lease_interval,
+        trigger_interval_s=settings.trigger_interval,
+        backoff_max_s=settings.backoff_max,
+    )
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    return stop

@@ -1,0 +1,109 @@
+"""The loader's settings: command-line values over ``PLOWLINE_LOADER_*`` variables over defaults.
+
+Notes:
+    Validated once at start (``extra="forbid"``: a misspelt key is an error); a bad value
+    becomes a ``ConfigError`` naming the flag and the variable (``describe_errors``).
+    The emulator endpoints come from the variables the Google clients know
+    (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``); unset means Google Cloud.
+    The Snowplow ``bigquery_config`` and the Iglu resolver config are files named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from plowline_core.config import LoaderOptions
+from plowline_core.errors import ConfigError
+from plowline_core.schema.entity import ColumnMode
+from pydantic import (
+    AliasChoices,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "PLOWLINE_LOADER_"
+
+
+class LoaderSettings(BaseSettings):
+    """Everything ``plowline-loader run`` and ``backfill`` need."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
+    )
+
+    config: Path
+    resolver: Path
+    column_mode: ColumnMode = ColumnMode.FULL
+    checkpoint: str | None = None
+    master: str | None = "local[*]"
+    port: int = Field(8083, ge=0, le=65535)
+    max_messages: PositiveInt = 1000
+    max_bytes: PositiveInt = 16 * 1024 * 1024
+    partitions: PositiveInt = 2
+    trigger_interval: NonNegativeFloat = 0.0
+    grace_period: PositiveFloat = 30.0
+    ack_deadline: int = Field(60, ge=10, le=600)
+    lease_interval: PositiveFloat = 20.0
+    pull_timeout: PositiveFloat = 1.0
+    schema_refresh: PositiveFloat = 60.0
+    max_bad_row_bytes: PositiveInt = 6_900_000
+    insert_batch_rows: PositiveInt = 500
+    backoff_max: PositiveFloat = 30.0
+    spark_ui: bool = False
+    log_level: str = "INFO"
+    log_json: bool = True
+    pubsub_emulator_host: str | None = Field(
+        None, validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST")
+    )
+    bigquery_emulator_host: str | None = Field(
+        None, validation_alias=AliasChoices("bigquery_emulator_host", "BIGQUERY_EMULATOR_HOST")
+    )
+    storage_emulator_host: str | None = Field(
+        None, validation_alias=AliasChoices("storage_emulator_host", "STORAGE_EMULATOR_HOST")
+    )
+
+    def options(self) -> LoaderOptions:
+        """Return the core option object (validated there too)."""
+        return LoaderOptions(
+            column_mode=self.column_mode,
+            max_batch_messages=self.insert_batch_rows,
+            parallelism=self.partitions,
+            max_bad_row_bytes=self.max_bad_row_bytes,
+        )
+
+
+def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
+    """Return the settings from flag ``values`` (None means unset) over the environment.
+
+    Raises:
+        ConfigError: naming every bad value by its flag and variable.
+    """
+    given = {key: value for key, value in values.items() if value is not None}
+    try:
+        settings = LoaderSettings(**given)
+        settings.options()
+    except ValidationError as error:
+        raise ConfigError(describe_errors(error)) from None
+    if settings.lease_interval >= settings.ack_deadline:
+        raise ConfigError(
+            f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "
+            f"({settings.lease_interval} >= {settings.ack_deadline})"
+        )
+    return settings
+
+
+def describe_errors(error: ValidationError) -> str:
+    """Return one line per invalid setting: ``--flag (VARIABLE): problem (got value)``."""
+    lines = []
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else "settings"
+        flag = "--" + name.replace("_", "-")
+        got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
+        lines.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {item['msg']}{got}")
+    return "invalid settings: " + "; ".join(lines)

@@ -1,0 +1,224 @@
+"""The driver side of the streaming loader: the Pub/Sub query, its foreachBatch, a graceful stop.
+
+Each micro-batch runs exactly one Spark action per attempt,
+``frame.rdd.mapPartitions(StreamingPartition(...)).collect()``: the tasks pull, process
+and ack on the executors and return one small ``PartitionReport`` each, which the driver
+merges into the metrics. When a partition reports a transient error (its deliveries were
+nacked), the driver marks itself not ready, waits with exponential backoff and runs the
+action again (pulling the nacked messages back); readiness returns with the first batch
+that goes through.
+
+Notes:
+    Stopping (SIGTERM): new micro-batches are skipped, the one in flight finishes (its
+    acks done), then the query stops. A skipped batch acks nothing; its messages come back
+    after their ack deadline. Pub/Sub offsets mean nothing (see the source), so a fresh
+    checkpoint directory on every start is fine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from plowline_loader.bootstrap import WorkerConfig
+from plowline_loader.health import Readiness
+from plowline_loader.metrics import LoaderMetrics
+from plowline_loader.partition import AckSettings, PartitionReport, StreamingPartition
+from plowline_loader.pipeline import BatchOutcome
+from plowline_loader.source import FORMAT
+
+_log = structlog.get_logger("plowline.loader")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """How the query pulls, batches and retries."""
+
+    checkpoint: str
+    partitions: int = 2
+    max_messages: int = 1000
+    max_bytes: int = 16 * 1024 * 1024
+    pull_timeout_s: float = 1.0
+    ack_deadline_s: int = 60
+    lease_interval_s: float = 20.0
+    trigger_interval_s: float = 0.0
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+
+def backoff_delay(attempt: int, initial_s: float, maximum_s: float) -> float:
+    """Return the wait before retry ``attempt`` (1, 2, …): doubling from ``initial_s``, capped."""
+    return float(min(maximum_s, initial_s * 2 ** max(0, attempt - 1)))
+
+
+class BatchWriter:
+    """The foreachBatch function: run the partitions, record, back off on transient errors."""
+
+    def __init__(
+        self,
+        partition: StreamingPartition,
+        settings: StreamSettings,
+        readiness: Readiness,
+        metrics: LoaderMetrics | None = None,
+        observer: Callable[[BatchOutcome], None] | None = None,
+    ) -> None:
+        self._partition = partition
+        self._observer = observer
+        self._settings = settings
+        self._readiness = readiness
+        self._metrics = metrics
+        self._stopping = threading.Event()
+        self._busy = threading.Lock()
+        self.totals = BatchOutcome()
+        self.transient_failures = 0
+
+    def __call__(self, frame: DataFrame, batch_id: int) -> None:
+        """Process one micro-batch; return once its outcomes are durable and acked."""
+        if self._stopping.is_set():
+            return
+        with self._busy:
+            attempt = 0
+            while True:
+                started = time.monotonic()
+                reports: list[PartitionReport] = frame.rdd.mapPartitions(self._partition).collect()
+                errors = self._record(reports, time.monotonic() - started)
+                if not errors:
+                    self._readiness.recovered()
+                    return
+                attempt += 1
+                delay = backoff_delay(
+                    attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
+                )
+                self._readiness.degraded(errors[0])
+                _log.warning(
+                    "batch held back by a failing dependency",
+                    batch_id=batch_id,
+                    attempt=attempt,
+                    retry_in_s=delay,
+                    error=errors[0],
+                )
+                if self._stopping.wait(delay):
+                    return
+
+    def stop(self, timeout_s: float) -> bool:
+        """Skip further batches and wait for the one in flight; say whether it finished."""
+        self._stopping.set()
+        finished = self._busy.acquire(timeout=timeout_s)
+        if finished:
+            self._busy.release()
+        return finished
+
+    def _record(self, reports: list[PartitionReport], duration_s: float) -> list[str]:
+        outcome = BatchOutcome()
+        for report in reports:
+            outcome = outcome.merge(report.outcome)
+        errors = [r.transient_error for r in reports if r.transient_error is not None]
+        self.totals = self.totals.merge(outcome.without_latencies())
+        if self._observer is not None:
+            self._observer(outcome)
+        self.transient_failures += len(errors)
+        if self._metrics is not None:
+            self._metrics.record(outcome, len(errors))
+            self._metrics.batch_duration.observe(duration_s)
+        if outcome.events_in:
+            _log.info(
+                "batch loaded",
+                events=outcome.events_in,
+                good=outcome.good,
+                bad=outcome.bad,
+                failed=outcome.failed,
+                types=outcome.types_published,
+                bad_by_code=dict(outcome.bad_by_code),
+                failed_by_reason=dict(outcome.failed_by_reason),
+                seconds=round(duration_s, 3),
+            )
+        return errors
+
+
+class StreamingLoader:
+    """Start the Pub/Sub → BigQuery query in a session, and stop it gracefully."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: WorkerConfig,
+        settings: StreamSettings,
+        readiness: Readiness | None = None,
+        metrics: LoaderMetrics | None = None,
+        observer: Callable[[BatchOutcome], None] | None = None,
+    ) -> None:
+        self._spark = spark
+        self._config = config
+        self._settings = settings
+        self.readiness = readiness or Readiness()
+        acks = AckSettings(
+            config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
+        )
+        self.writer = BatchWriter(
+            StreamingPartition(config, acks), settings, self.readiness, metrics, observer
+        )
+        self._query: StreamingQuery | None = None
+
+    @property
+    def query(self) -> StreamingQuery:
+        """The running query (after ``start``)."""
+        if self._query is None:
+            raise RuntimeError("the streaming loader is not started")
+        return self._query
+
+    def start(self) -> StreamingQuery:
+        """Start the query over the config's input subscription."""
+        s = self._settings
+        reader = (
+            self._spark.readStream.format(FORMAT)
+            .option("subscription", self._config.input_subscription)
+            .option("numPartitions", str(s.partitions))
+            .option("maxMessagesPerPartition", str(s.max_messages))
+            .option("maxBytesPerPartition", str(s.max_bytes))
+            .option("pullTimeoutSeconds", str(s.pull_timeout_s))
+            .option("ackDeadlineSeconds", str(s.ack_deadline_s))
+        )
+        if self._config.pubsub_emulator_host:
+            reader = reader.option("emulatorHost", self._config.pubsub_emulator_host)
+        writer = (
+            reader.load()
+            .writeStream.foreachBatch(self.writer)
+            .option("checkpointLocation", s.checkpoint)
+            .queryName("plowline-loader")
+        )
+        if s.trigger_interval_s > 0:
+            writer = writer.trigger(processingTime=f"{s.trigger_interval_s} seconds")
+        self._query = writer.start()
+        self.readiness.started()
+        _log.info(
+            "loader started",
+            subscription=self._config.input_subscription,
+            table=self._config.bigquery.table_ref,
+            checkpoint=s.checkpoint,
+        )
+        return self._query
+
+    def stop(self, grace_s: float) -> bool:
+        """Finish the batch in flight (at most ``grace_s``), then stop; say whether it was clean."""
+        self.readiness.stopped()
+        clean = self.writer.stop(grace_s)
+        if self._query is not None:
+            self._query.stop()
+        _log.info("loader stopped", clean=clean, **_counts(self.writer.totals))
+        return clean
+
+
+def _counts(outcome: BatchOutcome) -> dict[str, int]:
+    return {
+        "events": outcome.events_in,
+        "good": outcome.good,
+        "bad": outcome.bad,
+        "failed": outcome.failed,
+        "types": outcome.types_published,
+    }

@@ -1,0 +1,356 @@
+"""BatchProcessor: every message routed to exactly one durable outcome."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from plowline_core.badrows import Processor
+from plowline_core.errors import RegistryUnavailable, TransientError
+from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.resolver import Resolver
+from plowline_core.messages import decode_types
+from plowline_core.ports import InsertFailure, InsertReason, Row
+from plowline_core.schema.columns import column_field as schema_column
+from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
+from plowline_core.schema.field import Field
+from plowline_core.testing.clock import FixedClock
+from plowline_core.testing.registry import InMemoryRegistry
+from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
+from plowline_core.testing.table import InMemoryTableSchemaStore
+from plowline_core.testing.tsv import enriched_line, with_entities
+from plowline_core.transform.row import RowBuilder
+from plowline_loader.pipeline import (
+    AccountingError,
+    BatchOutcome,
+    BatchProcessor,
+    Destinations,
+    InboundMessage,
+    Limits,
+)
+from plowline_loader.types import TypeTracker
+
+CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")
+CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")
+STRICT = SchemaKey.parse("iglu:com.acme/strict/jsonschema/1-0-0")
+NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
+PROCESSOR = Processor("plowline-loader", "0.1.0")
+
+SCHEMAS: dict[SchemaKey, dict[str, Any]] = {
+    CTX: {"type": "object", "properties": {"a": {"type": "integer"}}},
+    CLICK: {"type": "object", "properties": {"x": {"type": "string"}}},
+    STRICT: {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    },
+}
+
+
+def column_field(key: SchemaKey, shred: ShredProperty) -> Field:
+    """Return the table column an entity type needs (full column mode)."""
+    return schema_column(key, SCHEMAS[key], shred, ColumnMode.FULL)
+
+
+def atomic_fields() -> list[Field]:
+    """Return the atomic columns of the events table."""
+    return list(ATOMIC_COLUMNS)
+
+
+@dataclass
+class Rig:
+    """A BatchProcessor and the fakes behind it."""
+
+    processor: BatchProcessor
+    registry: InMemoryRegistry
+    table: InMemoryTableSchemaStore
+    sink: InMemoryRowSink
+    types: InMemoryPublisher
+    bad_rows: InMemoryPublisher
+    failed_inserts: InMemoryPublisher
+    clock: FixedClock
+
+    def published_types(self) -> list[list[EntityType]]:
+        """Return each types message, decoded."""
+        decoded = [decode_types(data) for data in self.types.messages]
+        return [d for d in decoded if isinstance(d, list)]
+
+    def bad_schemas(self) -> list[str]:
+        """Return the schema URI of each published bad row."""
+        return [json.loads(data)["schema"] for data in self.bad_rows.messages]
+
+    def failed_event_ids(self) -> list[str]:
+        """Return the event id of each published failed insert."""
+        return [json.loads(data)["event_id"] for data in self.failed_inserts.messages]
+
+
+def make_rig(
+    columns: list[Field] | None = None,
+    limits: Limits | None = None,
+    sink: InMemoryRowSink | None = None,
+) -> Rig:
+    """Build a rig whose table has the atomic columns plus ``columns`` (and ``sink``)."""
+    registry = InMemoryRegistry("acme", SCHEMAS)
+    ref = RepositoryRef("acme", 0, (), EmbeddedConnection("acme"))
+    clock = FixedClock(NOW)
+    table = InMemoryTableSchemaStore(atomic_fields() + list(columns or []))
+    sink = sink or InMemoryRowSink(table)
+    types, bad, failed = InMemoryPublisher(), InMemoryPublisher(), InMemoryPublisher()
+    builder = RowBuilder(Resolver([(ref, registry)], clock), ColumnMode.FULL)
+    processor = BatchProcessor(
+        builder,
+        Destinations(table, sink, types, bad, failed),
+        TypeTracker(ColumnMode.FULL),
+        clock,
+        PROCESSOR,
+        limits,
+    )
+    return Rig(processor, registry, table, sink, types, bad, failed, clock)
+
+
+def message(line: str, index: int = 0) -> InboundMessage:
+    """Wrap a TSV line as a Pub/Sub message published one second before NOW."""
+    return InboundMessage(line.encode(), f"m-{index}", datetime(2024, 5, 1, 10, 0, 4, tzinfo=UTC))
+
+
+@pytest.fixture
+def rig() -> Rig:
+    """A rig whose table has the atomic columns and the com.acme/ctx context column."""
+    return make_rig([column_field(CTX, ShredProperty.CONTEXTS)])
+
+
+SIZE_VIOLATION = "iglu:com.snowplowanalytics.snowplow.badrows/size_violation/jsonschema/1-0-0"
+PARSING_ERROR = "iglu:com.snowplowanalytics.snowplow.badrows/loader_parsing_error/jsonschema/2-0-0"
+IGLU_ERROR = "iglu:com.snowplowanalytics.snowplow.badrows/loader_iglu_error/jsonschema/2-0-0"
+
+
+def _eid() -> str:
+    return str(uuid.uuid4())
+
+
+def _ctx_line(event_id: str, a: int = 1) -> str:
+    return with_entities(contexts=[(CTX.to_uri(), {"a": a})], event_id=event_id)
+
+
+def _click_line(event_id: str) -> str:
+    return with_entities(unstruct_event=(CLICK.to_uri(), {"x": "y"}), event_id=event_id)
+
+
+def test_good_rows_land_with_event_id_as_insert_id(rig: Rig) -> None:
+    """Events whose columns exist are inserted with insertId = event_id."""
+    ids = [_eid() for _ in range(3)]
+
+    rig.processor.process([message(_ctx_line(i), n) for n, i in enumerate(ids)])
+
+    assert ids == rig.sink.insert_ids
+
+
+def test_bad_line_becomes_a_parsing_bad_row(rig: Rig) -> None:
+    """A line that is not enriched TSV is published as a loader_parsing_error bad row."""
+    outcome = rig.processor.process([message("not\ta\tvalid\tline")])
+
+    assert (rig.bad_schemas(), outcome.bad, len(rig.sink.rows)) == ([PARSING_ERROR], 1, 0)
+
+
+def test_invalid_entity_becomes_an_iglu_bad_row(rig: Rig) -> None:
+    """An entity that does not validate against its schema is a loader_iglu_error bad row."""
+    line = with_entities(contexts=[(STRICT.to_uri(), {"n": "nope"})], event_id=_eid())
+
+    rig.processor.process([message(line)])
+
+    assert rig.bad_schemas() == [IGLU_ERROR]
+
+
+def test_non_utf8_bytes_become_a_bad_row(rig: Rig) -> None:
+    """A message that is not UTF-8 becomes a parsing bad row, not an exception."""
+    outcome = rig.processor.process([InboundMessage(b"\xff\xfe\tbroken", "m-1")])
+
+    assert (rig.bad_schemas(), outcome.bad) == ([PARSING_ERROR], 1)
+
+
+def test_row_needing_a_missing_column_goes_to_failed_inserts(rig: Rig) -> None:
+    """A row with an entity the table has no column for is published to failedInserts."""
+    event_id = _eid()
+
+    outcome = rig.processor.process([message(_click_line(event_id))])
+
+    assert ([event_id], 1, []) == (rig.failed_event_ids(), outcome.failed, rig.sink.rows)
+
+
+def test_new_type_is_published_when_the_table_lacks_its_column(rig: Rig) -> None:
+    """An unstruct event without a column publishes its type as a JSON array."""
+    rig.processor.process([message(_click_line(_eid()))])
+
+    assert [[EntityType(CLICK, ShredProperty.UNSTRUCT_EVENT)]] == rig.published_types()
+
+
+def test_known_type_is_not_published(rig: Rig) -> None:
+    """A context whose column the table has is never announced."""
+    rig.processor.process([message(_ctx_line(_eid()))])
+
+    assert rig.types.messages == []
+
+
+def test_new_type_is_published_once_across_batches(rig: Rig) -> None:
+    """The same missing type seen in three batches is published once per process."""
+    for _ in range(3):
+        rig.processor.process([message(_click_line(_eid())), message(_click_line(_eid()), 1)])
+
+    assert len(rig.types.messages) == 1
+
+
+def test_new_type_is_published_again_after_the_republish_period(rig: Rig) -> None:
+    """A type still missing ten minutes after its announcement is announced again."""
+    rig.processor.process([message(_click_line(_eid()))])
+    rig.clock.advance(601)
+
+    rig.processor.process([message(_click_line(_eid()))])
+
+    assert len(rig.types.messages) == 2
+
+
+def test_type_is_published_when_a_row_with_it_is_refused_for_a_nested_field() -> None:
+    """A refusal naming a field under a type's existing column announces that type."""
+    column = "contexts_com_acme_ctx_1_0_0"
+
+    def refuse(row: Row) -> InsertFailure:
+        return InsertFailure(row, InsertReason.UNKNOWN_FIELD, "no such field", f"{column}.b")
+
+    rig = make_rig([column_field(CTX, ShredProperty.CONTEXTS)], sink=InMemoryRowSink(reject=refuse))
+
+    rig.processor.process([message(_ctx_line(_eid()))])
+
+    assert [[EntityType(CTX, ShredProperty.CONTEXTS)]] == rig.published_types()
+
+
+def test_rows_the_sink_rejects_go_to_failed_inserts() -> None:
+    """A row BigQuery refuses as invalid is published to failedInserts as it was sent."""
+    event_id = _eid()
+
+    def refuse(row: Row) -> InsertFailure:
+        return InsertFailure(row, InsertReason.INVALID, "bad value")
+
+    rig = make_rig([column_field(CTX, ShredProperty.CONTEXTS)], sink=InMemoryRowSink(reject=refuse))
+
+    outcome = rig.processor.process([message(_ctx_line(event_id))])
+
+    assert ([event_id], {"invalid": 1}) == (rig.failed_event_ids(), outcome.failed_by_reason)
+
+
+def test_oversized_row_becomes_a_size_violation_with_a_cut_payload() -> None:
+    """A row over the insertAll limit becomes a size_violation whose JSON fits the bad-row limit."""
+    rig = make_rig(limits=Limits(max_row_bytes=4_000, max_bad_row_bytes=2_000))
+    line = enriched_line(event_id=_eid(), page_title="t" * 5_000)
+
+    rig.processor.process([message(line)])
+
+    bad = rig.bad_rows.messages
+    assert (rig.bad_schemas(), len(bad[0]) <= 2_000, rig.sink.rows) == ([SIZE_VIOLATION], True, [])
+
+
+def test_oversized_bad_row_becomes_a_size_violation() -> None:
+    """A bad row over the Pub/Sub budget is replaced by a size_violation that fits it."""
+    rig = make_rig(limits=Limits(max_bad_row_bytes=3_000))
+
+    rig.processor.process([message("broken\t" + "z" * 10_000)])
+
+    payload = json.loads(rig.bad_rows.messages[0])["data"]["payload"]
+    assert (rig.bad_schemas(), payload.startswith("broken\tzzz")) == ([SIZE_VIOLATION], True)
+
+
+def test_registry_outage_raises_and_writes_nothing(rig: Rig) -> None:
+    """With the registry down the batch raises a TransientError and nothing is written."""
+    rig.registry.failing = True
+    batch = [message(_click_line(_eid())), message("bad line", 1), message(_ctx_line(_eid()), 2)]
+
+    with pytest.raises(TransientError):
+        rig.processor.process(batch)
+
+    written = (
+        rig.sink.rows,
+        rig.types.messages,
+        rig.bad_rows.messages,
+        rig.failed_inserts.messages,
+    )
+    assert written == ([], [], [], [])
+
+
+def test_registry_outage_error_is_registry_unavailable(rig: Rig) -> None:
+    """The transient error of an Iglu outage is RegistryUnavailable (readiness goes false)."""
+    rig.registry.failing = True
+
+    with pytest.raises(RegistryUnavailable):
+        rig.processor.process([message(_ctx_line(_eid()))])
+
+
+def test_good_events_land_once_the_registry_recovers(rig: Rig) -> None:
+    """The same batch retried after an outage lands every good event, no bad rows."""
+    ids = [_eid(), _eid()]
+    batch = [message(_ctx_line(i), n) for n, i in enumerate(ids)]
+    rig.registry.failing = True
+    with pytest.raises(RegistryUnavailable):
+        rig.processor.process(batch)
+    rig.registry.failing = False
+
+    rig.processor.process(batch)
+
+    assert (ids, []) == (rig.sink.insert_ids, rig.bad_rows.messages)
+
+
+def test_outcome_counts_every_route(rig: Rig) -> None:
+    """A mixed batch counts good, bad and failed, and they add up to the events in."""
+    batch = [
+        message(_ctx_line(_eid()), 0),
+        message(_ctx_line(_eid()), 1),
+        message("bad", 2),
+        message(_click_line(_eid()), 3),
+    ]
+
+    outcome = rig.processor.process(batch)
+
+    counts = (outcome.events_in, outcome.good, outcome.bad, outcome.failed)
+    assert (counts, outcome.types_published) == ((4, 2, 1, 1), 1)
+
+
+def test_latencies_are_measured_for_landed_rows(rig: Rig) -> None:
+    """Publish → insert latency is one second per landed row with the fixed clock."""
+    outcome = rig.processor.process([message(_ctx_line(_eid()), n) for n in range(2)])
+
+    assert outcome.publish_latency_s == (1.0, 1.0)
+
+
+def test_sink_returning_a_foreign_failure_breaks_the_invariant() -> None:
+    """A sink that reports more failures than rows trips the accounting check."""
+
+    class Doubling(InMemoryRowSink):
+        def insert(self, rows: object) -> list[InsertFailure]:
+            row = Row("x", {})
+            return [
+                InsertFailure(row, InsertReason.INVALID, "no"),
+                InsertFailure(row, InsertReason.INVALID, "no"),
+            ]
+
+    rig = make_rig([column_field(CTX, ShredProperty.CONTEXTS)], sink=Doubling())
+
+    with pytest.raises(AccountingError):
+        rig.processor.process([message(_ctx_line(_eid()))])
+
+
+def test_outcomes_merge_by_adding_counts() -> None:
+    """Merging two outcomes adds their counts and joins their per-code tallies."""
+    one = BatchOutcome(3, 2, 1, 0, bad_by_code={"a": 1})
+    two = BatchOutcome(2, 1, 0, 1, failed_by_reason={"invalid": 1}, bad_by_code={"a": 0})
+
+    merged = one.merge(two)
+
+    assert (
+        (merged.events_in, merged.good, merged.bad, merged.failed),
+        merged.bad_by_code,
+    ) == ((5, 3, 1, 1), {"a": 1})

@@ -1,0 +1,66 @@
+"""LoaderSettings: flags over PLOWLINE_LOADER_* variables, bad values named clearly."""
+
+from __future__ import annotations
+
+import pytest
+from plowline_core.errors import ConfigError
+from plowline_loader.settings import load_settings
+from plowline_loader.streaming import backoff_delay
+
+BASE = {"config": "c.json", "resolver": "r.json"}
+
+
+def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flag value wins over the same setting in the environment."""
+    monkeypatch.setenv("PLOWLINE_LOADER_PORT", "9000")
+
+    settings = load_settings({**BASE, "port": "9100"})
+
+    assert settings.port == 9100
+
+
+def test_environment_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PLOWLINE_LOADER_ variable replaces the default when no flag is given."""
+    monkeypatch.setenv("PLOWLINE_LOADER_PARTITIONS", "4")
+
+    settings = load_settings({**BASE, "partitions": None})
+
+    assert settings.partitions == 4
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        pytest.param({"port": "eighty"}, "--port (PLOWLINE_LOADER_PORT)", id="not-a-number"),
+        pytest.param({"partitions": "0"}, "--partitions (PLOWLINE_LOADER_PARTITIONS)", id="zero"),
+        pytest.param({"column_mode": "minor"}, "--column-mode", id="unknown-mode"),
+        pytest.param({"lease_interval": "90"}, "--lease-interval", id="lease-over-deadline"),
+    ],
+)
+def test_bad_value_is_a_config_error_naming_it(values: dict[str, str], named: str) -> None:
+    """A bad setting raises ConfigError whose message names the flag."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**BASE, **values})
+
+    assert named in str(caught.value)
+
+
+def test_misspelt_setting_is_refused() -> None:
+    """A misspelt setting passed in is refused (extra="forbid")."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**BASE, "partitons": "2"})
+
+    assert "--partitons" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "delay"),
+    [
+        pytest.param(1, 0.5, id="first"),
+        pytest.param(3, 2.0, id="doubling"),
+        pytest.param(10, 30.0, id="capped"),
+    ],
+)
+def test_backoff_doubles_up_to_the_cap(attempt: int, delay: float) -> None:
+    """The wait before a retry doubles from 0.5 s and stops at 30 s."""
+    assert delay == backoff_delay(attempt, 0.5, 30.0)
