@@ -69,12 +69,16 @@ def _network_guard() -> Iterator[None]:
 
     def connect(self: socket.socket, address: Any) -> None:
         if not _is_loopback(address):
-            raise ConnectionRefusedError(f"network guard: tests may only reach loopback, not {address!r}")
+            raise ConnectionRefusedError(
+                f"network guard: tests may only reach loopback, not {address!r}"
+            )
         real_connect(self, address)
 
     def connect_ex(self: socket.socket, address: Any) -> int:
         if not _is_loopback(address):
-            raise ConnectionRefusedError(f"network guard: tests may only reach loopback, not {address!r}")
+            raise ConnectionRefusedError(
+                f"network guard: tests may only reach loopback, not {address!r}"
+            )
         return real_connect_ex(self, address)
 
     socket.socket.connect = connect  # type: ignore[method-assign]
