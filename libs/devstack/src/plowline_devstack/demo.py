@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,9 +46,9 @@ from plowline_devstack.demo_services import (
     ServiceProcess,
     ServiceSpec,
     launch,
-    run_once,
     service_commands,
     service_env,
+    wait_done,
     wait_ready,
 )
 from plowline_devstack.generate import GeneratedLine, generate, publish
@@ -90,9 +90,12 @@ class Progress:
 class DemoRun:
     """A stack, the four services and a reader: started, fed, watched and stopped."""
 
-    def __init__(self, work_dir: Path, *, outlive: bool = False) -> None:
+    def __init__(
+        self, work_dir: Path, *, outlive: bool = False, env: Mapping[str, str] | None = None
+    ) -> None:
         self.work_dir = work_dir.resolve()
         self.outlive = outlive
+        self.extra_env = dict(env or {})
         self.stack: stacks.LocalStack | None = None
         self.services: dict[str, ServiceProcess] = {}
         self.specs: dict[str, ServiceSpec] = {}
@@ -120,16 +123,20 @@ class DemoRun:
         self.stack = stacks.start_stack(self.work_dir / "stack", StackConfig(), persistent=False)
         self._reader = SystemsReader(self.stack)
         self.initial_columns = self.reader.columns()
-        env = service_env(self.stack)
+        env = service_env(self.stack, self.extra_env)
         self.specs = service_commands(self.paths)
-        say("creating the events table (plowline-mutator create)")
-        create = ServiceSpec(
-            "mutator-create", "plowline-mutator", ("create", "--config", str(self.paths.config)), 0
+        say(
+            "creating the events table (plowline-mutator create); starting the loader, mutator, "
+            "repeater and dead-letter writer as processes; waiting for /readyz"
         )
-        run_once(create, env, self.log_dir, timeout=60)
-        say("starting loader, mutator, repeater and dead-letter writer; waiting for /readyz")
+        config = str(self.paths.config)
+        create = ServiceSpec(
+            "mutator-create", "plowline-mutator", ("create", "--config", config), 0
+        )
+        created = launch(create, env, self.log_dir)
         for name in SERVICE_NAMES:
             self.services[name] = launch(self.specs[name], env, self.log_dir, outlive=self.outlive)
+        wait_done(created, timeout)
         wait_ready(list(self.services.values()), timeout)
 
     @property
@@ -145,7 +152,10 @@ class DemoRun:
         else:
             old.stop()
         new = launch(
-            self.specs[name], service_env(self._stack()), self.log_dir, outlive=self.outlive
+            self.specs[name],
+            service_env(self._stack(), self.extra_env),
+            self.log_dir,
+            outlive=self.outlive,
         )
         self.services[name] = new
         wait_ready([new], timeout)

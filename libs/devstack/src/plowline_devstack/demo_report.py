@@ -212,7 +212,7 @@ def _figure(value: float | None) -> str:
 
 
 def _row(row: tuple[Any, ...]) -> str:
-    return "  ".join(f"{value!s:<28}" if i == 0 else f"{value!s:>8}" for i, value in enumerate(row))
+    return "  ".join(f"{value!s:<44}" if i == 0 else f"{value!s:>8}" for i, value in enumerate(row))
 
 
 def sample_queries(table_ref: str, columns: Sequence[str]) -> list[tuple[str, str]]:

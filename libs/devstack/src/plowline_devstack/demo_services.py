@@ -206,22 +206,16 @@ def launch(
     return ServiceProcess(spec, process, log)
 
 
-def run_once(spec: ServiceSpec, env: Mapping[str, str], log_dir: Path, timeout: float) -> None:
-    """Run a one-shot command (``plowline-mutator create``) and raise ServiceError if it fails."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"{spec.name}.log"
-    with log.open("ab") as out:
-        code = subprocess.run(
-            [console_script(spec.script), *spec.args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=dict(env),
-            timeout=timeout,
-            check=False,
-        ).returncode
+def wait_done(service: ServiceProcess, timeout: float) -> None:
+    """Wait for a one-shot command (``plowline-mutator create``); raise ServiceError unless it exits 0."""
+    try:
+        code = service.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        service.kill()
+        code = -9
     if code != 0:
-        raise ServiceError(f"{spec.script} {' '.join(spec.args)} exited {code}:\n{log_tail(log)}")
+        args = " ".join(service.spec.args)
+        raise ServiceError(f"{service.spec.script} {args} exited {code}:\n{service.tail()}")
 
 
 def wait_ready(services: Sequence[ServiceProcess], timeout: float) -> None:

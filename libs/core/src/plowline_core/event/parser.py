@@ -228,11 +228,19 @@ def _decode_slow(
     """Decode field by field, collecting every failure in field order."""
     errors: list[dict[str, str]] = []
     decoded: dict[str, Any] = {}
+    decoders = _DECODERS
     for field, text in zip(ENRICHED_FIELDS, values, strict=True):
+        # Most fields are empty or plain strings: settle those without a decoder call.
+        if not text and not field.required:
+            continue
         message = _check(field, text, validate_field_lengths)
         if message is None and text:
+            decoder = decoders.get(field.kind)
+            if decoder is None:
+                decoded[field.name] = text
+                continue
             try:
-                decoded[field.name] = _DECODERS.get(field.kind, str)(text)
+                decoded[field.name] = decoder(text)
             except EntityError as error:
                 message = str(error)
             except (ValueError, KeyError):
