@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from types import FrameType
 
 import structlog
 import uvicorn
@@ -57,6 +58,21 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(handler=lambda args: run_job(_serve, args))
 
 
+class _GracefulServer(uvicorn.Server):
+    """A uvicorn server whose graceful stop on SIGTERM/SIGINT lets the command exit 0.
+
+    Notes:
+        uvicorn records the signal and raises it again once it has shut down, so the
+        process would end by the signal; serve stops the listener, closes its clients
+        and exits 0 instead, as every plowline service does after a graceful stop.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Shut down gracefully without re-raising the signal afterwards."""
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+
+
 def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     settings.require_auth()
     if settings.token is None:
@@ -76,7 +92,7 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     try:
         if listener is not None:
             listener.start()
-        uvicorn.Server(config).run()  # returns on SIGINT/SIGTERM
+        _GracefulServer(config).run()  # returns on SIGINT/SIGTERM
     finally:
         if listener is not None:
             listener.stop()

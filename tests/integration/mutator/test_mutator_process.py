@@ -1,0 +1,72 @@
+"""``plowline-mutator serve`` as a real process on the local stack: it answers, then stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+import pytest
+from plowline_devstack.stack import LocalStack
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
+            return int(reply.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def test_serve_exits_zero_after_sigterm(local_stack: LocalStack, tmp_path: Path) -> None:
+    """SIGTERM stops serve (API and listener) gracefully with exit code 0, not by the signal."""
+    config = json.loads((EXAMPLES / "config.json").read_text())
+    config["data"]["projectId"] = local_stack.project
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(config))
+    port = _free_port()
+    command = [
+        str(Path(sys.executable).parent / "plowline-mutator"), "serve",
+        "--config", str(config_file), "--resolver", str(EXAMPLES / "resolver.json"),
+        "--port", str(port), "--insecure-no-auth",
+    ]  # fmt: skip
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        code = _run_until_sigterm(command, {**os.environ, **local_stack.env()}, port, sink, log)
+
+    expected = 0
+    assert expected == code
+
+
+def _run_until_sigterm(
+    command: list[str], env: dict[str, str], port: int, sink: IO[bytes], log: Path
+) -> int:
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=sink)
+    try:
+        deadline = time.monotonic() + 60
+        while not _healthy(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"serve did not come up:\n{log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        return process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
