@@ -88,7 +88,7 @@ def test_table_ref_joins_project_dataset_and_table() -> None:
     [
         pytest.param(
             _with(["data", "load", "mode"], "FOO"),
-            "data.load.mode: 'FOO' is not one of ['STREAMING_INSERTS', 'FILE_LOADS']",
+            "data.load.mode: 'FOO' is not one of ['STREAMING_INSERTS', 'FILE_LOADS', 'STORAGE_WRITE_API']",
             id="unknown-mode",
         ),
         pytest.param(

@@ -30,19 +30,29 @@ BIGQUERY_CONFIG_KEY = SchemaKey(
 
 
 class LoadKind(StrEnum):
-    """How the loader writes to BigQuery (plowline implements STREAMING_INSERTS)."""
+    """How the loader writes to BigQuery (Snowplow's two modes plus the Storage Write API)."""
 
     STREAMING_INSERTS = "STREAMING_INSERTS"
     FILE_LOADS = "FILE_LOADS"
+    STORAGE_WRITE_API = "STORAGE_WRITE_API"  # plowline's extension
+
+
+class WriteStreamKind(StrEnum):
+    """Which Storage Write API stream ``STORAGE_WRITE_API`` appends to."""
+
+    DEFAULT = "default"  # the table's _default stream: at least once
+    EXACTLY_ONCE = "exactly-once"  # PENDING streams committed behind a ledger
 
 
 @dataclass(frozen=True, slots=True)
 class LoadMode:
-    """``load``: streaming inserts with ``retry``, or file loads every ``frequency`` seconds."""
+    """``load``: streaming inserts with ``retry``, file loads every ``frequency`` seconds,
+    or the Storage Write API on ``stream`` (``default`` when absent)."""
 
     mode: LoadKind
     retry: bool | None = None
     frequency: int | None = None
+    stream: WriteStreamKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +92,7 @@ class BigQueryConfig:
             types_subscription=body["typesSubscription"],
             bad_rows=body["badRows"],
             failed_inserts=body["failedInserts"],
-            load=LoadMode(LoadKind(load["mode"]), load.get("retry"), load.get("frequency")),
+            load=_load_mode(load),
             purpose=body["purpose"],
         )
 
@@ -162,6 +172,14 @@ class DeadLetterOptions:
         _check_positive(self, "window", "max_rows")
 
 
+def _load_mode(load: Mapping[str, Any]) -> LoadMode:
+    kind = LoadKind(load["mode"])
+    stream = load.get("stream")
+    if kind is LoadKind.STORAGE_WRITE_API:
+        stream = WriteStreamKind(stream or WriteStreamKind.DEFAULT)
+    return LoadMode(kind, load.get("retry"), load.get("frequency"), stream)
+
+
 def _check_positive(options: object, *names: str) -> None:
     for name in names:
         value = getattr(options, name)
@@ -194,9 +212,10 @@ _SCHEMA: dict[str, Any] = {
         "load": {
             "type": "object",
             "properties": {
-                "mode": {"enum": ["STREAMING_INSERTS", "FILE_LOADS"]},
+                "mode": {"enum": ["STREAMING_INSERTS", "FILE_LOADS", "STORAGE_WRITE_API"]},
                 "retry": {"type": "boolean"},
                 "frequency": {"type": "integer", "minimum": 100, "maximum": 86400},
+                "stream": {"enum": ["default", "exactly-once"]},
             },
             "required": ["mode"],
             "allOf": [
@@ -207,6 +226,10 @@ _SCHEMA: dict[str, Any] = {
                 {
                     "if": {"properties": {"mode": {"const": "FILE_LOADS"}}},
                     "then": {"required": ["frequency"]},
+                },
+                {
+                    "if": {"properties": {"mode": {"not": {"const": "STORAGE_WRITE_API"}}}},
+                    "then": {"not": {"required": ["stream"]}},
                 },
             ],
         },

@@ -1,0 +1,130 @@
+"""Load rows with BigQuery load jobs from NDJSON objects staged in GCS (``load.mode: FILE_LOADS``).
+
+Notes:
+    ``insert`` stages and loads synchronously: it returns only when the rows are in the
+    table (the job finished) or were reported as failures, so the caller may ack on
+    return. Snowplow's ``frequency`` (seconds) is the loader's batching window: the
+    loader collects rows for ``frequency`` seconds and calls ``insert`` once per window
+    and partition (load jobs are quota'd per table per day; one per window fits).
+    A load job is all or nothing. A failed job is retried once when its errors are
+    transient; otherwise the rows are routed one by one through ``fallback`` (insertAll
+    in production), which reports each bad row as an ``InsertFailure``: a bad row never
+    stalls the others. Staged objects are deleted once the job finished. Rows naming
+    fields the table lacks are never staged (``UNKNOWN_FIELD`` after one refresh).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from contextlib import suppress
+from datetime import UTC, datetime
+from typing import Any
+
+from google.api_core import exceptions as gexc
+from google.cloud import bigquery
+from google.cloud.bigquery.retry import DEFAULT_RETRY
+from plowline_core.ports import InsertFailure, Row, RowSink, TableSchemaStore
+from plowline_core.schema.field import FieldType
+
+from plowline_cloud.errors import translated
+from plowline_cloud.table_schema import table_reference
+from plowline_cloud.write_api import check_fields
+
+_TRANSIENT_REASONS = frozenset({"backendError", "internalError", "rateLimitExceeded", "timeout"})
+
+
+class FileLoadSink:
+    """Stage rows as NDJSON in a bucket and load them with a load job (satisfies ``RowSink``)."""
+
+    def __init__(
+        self,
+        bq_client: bigquery.Client,
+        storage_client: Any,
+        bucket: str,
+        table_ref: str | bigquery.TableReference,
+        schema_store: TableSchemaStore,
+        fallback: RowSink,
+        *,
+        prefix: str = "plowline-loads",
+        timeout: float = 300.0,
+    ) -> None:
+        self._bq = bq_client
+        self._bucket = storage_client.bucket(bucket)
+        self._bucket_name = bucket
+        self._table = table_reference(bq_client, table_ref)
+        self._schema = schema_store
+        self._fallback = fallback
+        self._prefix = prefix.strip("/")
+        self._timeout = timeout
+        self._retry = DEFAULT_RETRY.with_deadline(60)
+        self.bytes_sent = 0
+
+    def insert(self, rows: Sequence[Row]) -> list[InsertFailure]:
+        """Load rows with one job; route them one by one when the job fails."""
+        fitting, failures = check_fields(self._schema, rows)
+        if not fitting:
+            return failures
+        now = datetime.now(UTC).isoformat()  # load jobs have no insertAll "AUTO" timestamp
+        stamps = {f.name for f in self._schema.fields() if f.type is FieldType.TIMESTAMP}
+        body = b"".join(_ndjson(row, stamps, now) for row in fitting)
+        name = f"{self._prefix}/{self._table.table_id}/{uuid.uuid4().hex}.ndjson"
+        self._stage(name, body)
+        try:
+            for attempt in range(2):
+                errors = self._load(name)
+                if not errors:
+                    return failures
+                if attempt == 0 and not _transient(errors):
+                    break
+        finally:
+            self._unstage(name)
+        return failures + self._fallback.insert(fitting)
+
+    def _stage(self, name: str, body: bytes) -> None:
+        blob = self._bucket.blob(name)
+        with translated(f"stage {len(body)} bytes at gs://{self._bucket_name}/{name}"):
+            blob.upload_from_string(body, content_type="application/x-ndjson")
+        self.bytes_sent += len(body)
+
+    def _unstage(self, name: str) -> None:
+        with translated(f"delete gs://{self._bucket_name}/{name}"), suppress(gexc.NotFound):
+            self._bucket.blob(name).delete()
+
+    def _load(self, name: str) -> list[dict[str, Any]]:
+        """Run one load job; return its errors (empty when the rows landed)."""
+        fields = self._schema.fields()
+        config = bigquery.LoadJobConfig(
+            source_format=bigquery.SourceFormat.NEWLINE_DELIMITED_JSON,
+            write_disposition=bigquery.WriteDisposition.WRITE_APPEND,
+            create_disposition=bigquery.CreateDisposition.CREATE_NEVER,
+            schema=[bigquery.SchemaField.from_api_repr(field.to_api()) for field in fields],
+            max_bad_records=0,
+            ignore_unknown_values=False,
+        )
+        uri = f"gs://{self._bucket_name}/{name}"
+        with translated(f"load {uri} into {self._table.table_id}"):
+            job = self._bq.load_table_from_uri(
+                uri, self._table, job_config=config, retry=self._retry
+            )
+            try:
+                job.result(retry=self._retry, timeout=self._timeout)
+            except gexc.GoogleAPICallError as exc:
+                if job.state != "DONE" and not job.errors:
+                    raise
+                return list(job.errors or [{"reason": "invalid", "message": str(exc)}])
+        if job.error_result:
+            return list(job.errors or [job.error_result])
+        return []
+
+
+def _ndjson(row: Row, stamps: set[str], now: str) -> bytes:
+    data = row.data
+    if any(data.get(name) == "AUTO" for name in stamps):
+        data = {k: now if k in stamps and v == "AUTO" else v for k, v in data.items()}
+    return (json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def _transient(errors: Sequence[dict[str, Any]]) -> bool:
+    return any(str(error.get("reason")) in _TRANSIENT_REASONS for error in errors)

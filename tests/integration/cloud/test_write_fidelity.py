@@ -1,0 +1,176 @@
+"""Each Storage Write API correction: the defect shows with it disabled, and is gone with it on.
+
+Every scenario runs against the stack's bqemulator (all corrections) and a second one
+started with ``--disable-correction`` for the four Write API corrections.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.cloud import bigquery
+from google.cloud.bigquery.retry import DEFAULT_RETRY
+from google.cloud.bigquery_storage_v1 import BigQueryWriteClient, types
+from plowline_cloud.clients import bigquery_client
+from plowline_cloud.write_api import write_client
+from plowline_cloud.write_api_proto import RowEncoder
+from plowline_core.schema.field import Field
+from plowline_devstack import servers
+from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
+from plowline_devstack.endpoints import Endpoints
+
+RETRY = DEFAULT_RETRY.with_deadline(20)
+Pair = tuple[bigquery.Client, BigQueryWriteClient]
+
+
+@pytest.fixture(scope="module")
+def uncorrected(
+    cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    """Clients of a bqemulator with the Write API corrections disabled."""
+    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
+    for correction in WRITE_API_CORRECTIONS:
+        argv += ["--disable-correction", correction.name]
+    server = servers.launch(argv, servers.BIGQUERY, ports, tmp_path_factory.mktemp("w") / "bq.log")
+    bq = bigquery_client(cloud_endpoints.project, f"http://127.0.0.1:{ports['port']}")
+    try:
+        for _ in range(300):
+            try:
+                bq.create_dataset("snowplow", exists_ok=True, retry=None, timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        yield bq, write_client(f"127.0.0.1:{ports['grpc_port']}")
+    finally:
+        servers.stop(server)
+
+
+@pytest.fixture(scope="module")
+def corrected(cloud_endpoints: Endpoints) -> Pair:
+    """Clients of the stack's corrected bqemulator."""
+    return (
+        bigquery_client(cloud_endpoints.project, cloud_endpoints.bigquery_url),
+        write_client(cloud_endpoints.bigquery_grpc_target),
+    )
+
+
+def _table(bq: bigquery.Client, schema: list[bigquery.SchemaField]) -> bigquery.Table:
+    name = f"{bq.project}.snowplow.wf_{uuid.uuid4().hex[:10]}"
+    return bq.create_table(bigquery.Table(name, schema=schema), retry=RETRY)
+
+
+def _path(table: bigquery.Table) -> str:
+    return f"projects/{table.project}/datasets/{table.dataset_id}/tables/{table.table_id}"
+
+
+def _append(
+    writes: BigQueryWriteClient,
+    stream: str,
+    table: bigquery.Table,
+    batches: list[list[dict[str, object]]],
+) -> list[str]:
+    """Append batches on one connection, naming the stream only in the first request."""
+    encoder = RowEncoder(tuple(Field.from_api(f.to_api_repr()) for f in table.schema))
+
+    def requests() -> Iterator[types.AppendRowsRequest]:
+        for index, batch in enumerate(batches):
+            rows = types.ProtoRows(serialized_rows=[encoder.encode(row) for row in batch])
+            data = types.AppendRowsRequest.ProtoData(rows=rows)
+            if index:
+                yield types.AppendRowsRequest(proto_rows=data)
+                continue
+            data.writer_schema = types.ProtoSchema(proto_descriptor=encoder.descriptor)
+            yield types.AppendRowsRequest(write_stream=stream, proto_rows=data)
+
+    try:
+        return [
+            f"error {r.error.code}" if r.error.code else "ok"
+            for r in writes.append_rows(requests(), timeout=20)
+        ]
+    except gexc.GoogleAPICallError:
+        return ["closed"]
+
+
+def _count(bq: bigquery.Client, table: bigquery.Table) -> int:
+    sql = f"SELECT COUNT(*) FROM `{table.project}.{table.dataset_id}.{table.table_id}`"
+    return int(next(iter(bq.query(sql, retry=RETRY, job_retry=None).result(retry=RETRY)))[0])
+
+
+RECORD = [
+    bigquery.SchemaField("id", "STRING"),
+    bigquery.SchemaField("r", "RECORD", fields=[bigquery.SchemaField("a", "INTEGER")]),
+]
+FLAT = [bigquery.SchemaField("id", "STRING")]
+
+
+@pytest.mark.parametrize(
+    ("which", "expected"), [("uncorrected", ["closed"]), ("corrected", ["ok"])]
+)
+def test_write_api_records(which: str, expected: list[str], request: pytest.FixtureRequest) -> None:
+    """write-api-records: a row with a RECORD column is appended (shipped: the stream fails)."""
+    bq, writes = request.getfixturevalue(which)
+    table = _table(bq, RECORD)
+    outcome = _append(
+        writes, f"{_path(table)}/streams/_default", table, [[{"id": "1", "r": {"a": 1}}]]
+    )
+    assert expected == outcome
+
+
+@pytest.mark.parametrize(("which", "expected"), [("uncorrected", 1), ("corrected", 2)])
+def test_write_stream_continuation(
+    which: str, expected: int, request: pytest.FixtureRequest
+) -> None:
+    """write-stream-continuation: a second request without write_stream lands on the same stream."""
+    bq, writes = request.getfixturevalue(which)
+    table = _table(bq, FLAT)
+    _append(writes, f"{_path(table)}/streams/_default", table, [[{"id": "1"}], [{"id": "2"}]])
+    assert expected == _count(bq, table)
+
+
+def _pending(writes: BigQueryWriteClient, table: bigquery.Table) -> str:
+    created = writes.create_write_stream(
+        parent=_path(table), write_stream=types.WriteStream(type_=types.WriteStream.Type.PENDING)
+    )
+    return str(created.name)
+
+
+def _commit(writes: BigQueryWriteClient, parent: str, stream: str) -> str:
+    try:
+        response = writes.batch_commit_write_streams(
+            request=types.BatchCommitWriteStreamsRequest(parent=parent, write_streams=[stream])
+        )
+    except gexc.GoogleAPICallError as exc:
+        return type(exc).__name__
+    return "errors" if response.stream_errors else "committed"
+
+
+@pytest.mark.parametrize(("which", "expected"), [("uncorrected", 0), ("corrected", 1)])
+def test_write_schema_refresh(which: str, expected: int, request: pytest.FixtureRequest) -> None:
+    """write-schema-refresh: PENDING rows committed after a widening land (shipped: they are lost)."""
+    bq, writes = request.getfixturevalue(which)
+    table = _table(bq, FLAT)
+    stream = _pending(writes, table)
+    _append(writes, stream, table, [[{"id": "1"}]])
+    table.schema = [*table.schema, bigquery.SchemaField("added", "STRING")]
+    bq.update_table(table, ["schema"], retry=RETRY)
+    writes.finalize_write_stream(name=stream)
+    _commit(writes, _path(table), stream)
+    assert expected == _count(bq, table)
+
+
+@pytest.mark.parametrize(
+    ("which", "expected"), [("uncorrected", "committed"), ("corrected", "InvalidArgument")]
+)
+def test_batch_commit_parent(which: str, expected: str, request: pytest.FixtureRequest) -> None:
+    """batch-commit-parent: a stream of another table is refused (shipped: it is committed)."""
+    bq, writes = request.getfixturevalue(which)
+    table, other = _table(bq, FLAT), _table(bq, FLAT)
+    stream = _pending(writes, table)
+    _append(writes, stream, table, [[{"id": "1"}]])
+    writes.finalize_write_stream(name=stream)
+    assert expected == _commit(writes, _path(other), stream)
