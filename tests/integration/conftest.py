@@ -11,11 +11,24 @@ It yields a :class:`plowline_devstack.stack.LocalStack`: ``.endpoints`` (ports, 
 ``.subscription_path(name)``.
 
 Nothing is skipped: a server that does not start fails the session with its log tail.
+
+``config_files``, ``start_service`` and ``eventually`` serve the tests that run a service
+as a real subprocess (``python -m <module> …``) against the stack.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 from plowline_devstack.provisioning import StackConfig
@@ -37,3 +50,101 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
             yield stack
     finally:
         stack.stop()
+
+
+CONFIG = {
+    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
+    "data": {
+        "name": "plowline integration",
+        "id": "31b1559d-d319-4023-aaae-97698238d808",
+        "projectId": "plowline-local",
+        "datasetId": "snowplow",
+        "tableId": "events",
+        "input": "enriched-loader",
+        "typesTopic": "types",
+        "typesSubscription": "types-mutator",
+        "badRows": "bad-rows",
+        "failedInserts": "failed-inserts",
+        "load": {"mode": "STREAMING_INSERTS", "retry": False},
+        "purpose": "ENRICHED_EVENTS",
+    },
+}
+_PLAIN_LOGS = {"PLOWLINE_DEADLETTER_LOG_JSON": "false", "PLOWLINE_REPEATER_LOG_JSON": "false"}
+"""Services started by tests log plain text, so a failing test's log tail reads easily."""
+RESOLVER = {
+    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+    "data": {"cacheSize": 10, "cacheTtl": 60, "repositories": []},
+}
+
+
+def free_port() -> int:
+    """Return a loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _eventually(check: Callable[[], Any], timeout: float = 30.0, every: float = 0.3) -> Any:
+    """Poll ``check`` until it returns something truthy; fail with its last answer otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result or time.monotonic() > deadline:
+            return result
+        time.sleep(every)
+
+
+@dataclass
+class Service:
+    """A service started as ``python -m <module> ...`` with the local stack's environment."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        """Send ``sig`` and return the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout)
+
+    def tail(self) -> str:
+        """Return the end of the service's log."""
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture
+def config_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A bigquery_config and a resolver config for the local stack."""
+    config, resolver = tmp_path / "config.json", tmp_path / "resolver.json"
+    config.write_text(json.dumps(CONFIG))
+    resolver.write_text(json.dumps(RESOLVER))
+    return config, resolver
+
+
+@pytest.fixture
+def start_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
+    """Start services as subprocesses; kill whatever is left at the end of the test."""
+    started: list[Service] = []
+
+    def start(module: str, *args: str) -> Service:
+        log = tmp_path / f"{module}-{len(started)}.log"
+        env = {**os.environ, **_PLAIN_LOGS}
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", module, *args], stdout=out, stderr=subprocess.STDOUT, env=env
+            )
+        service = Service(process, log)
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        if service.process.poll() is None:
+            service.process.kill()
+            service.process.wait(10)
+
+
+@pytest.fixture
+def eventually() -> Callable[..., Any]:
+    """``eventually(check, timeout)``: poll until ``check()`` is truthy, return its last answer."""
+    return _eventually

@@ -104,6 +104,23 @@ class Publisher(Protocol):
         ...
 
 
+class ReceivedMessage(Protocol):
+    """A message pulled from a subscription that the consumer settles once its outcome is durable."""
+
+    @property
+    def data(self) -> bytes:
+        """The message payload."""
+        ...
+
+    def ack(self) -> None:
+        """Settle: never deliver again."""
+        ...
+
+    def nack(self) -> None:
+        """Give back for redelivery now."""
+        ...
+
+
 class BlobStore(Protocol):
     """A bucket (with an optional path prefix)."""
 

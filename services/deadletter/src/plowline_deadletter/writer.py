@@ -16,12 +16,11 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import structlog
 from plowline_core.config import DeadLetterOptions
 from plowline_core.errors import PlowlineError
-from plowline_core.ports import BlobStore, Clock
+from plowline_core.ports import BlobStore, Clock, ReceivedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
 from plowline_deadletter.layout import (
@@ -36,23 +35,6 @@ from plowline_deadletter.layout import (
 from plowline_deadletter.metrics import DeadLetterMetrics
 
 _log = structlog.get_logger(__name__)
-
-
-class Message(Protocol):
-    """A received message that can be settled (``plowline_cloud.pubsub.Delivery``)."""
-
-    @property
-    def data(self) -> bytes:
-        """The message payload."""
-        ...
-
-    def ack(self) -> None:
-        """Settle: never deliver again."""
-        ...
-
-    def nack(self) -> None:
-        """Give back for redelivery."""
-        ...
 
 
 def _new_id() -> str:
@@ -75,7 +57,7 @@ class DeadLetterWriter:
         self._options = options
         self._metrics = metrics
         self._new_id = new_id
-        self._batcher: Batcher[Message] = Batcher(options.window, options.max_rows)
+        self._batcher: Batcher[ReceivedMessage] = Batcher(options.window, options.max_rows)
         self._lock = threading.Lock()
         self._closing = False
 
@@ -85,7 +67,7 @@ class DeadLetterWriter:
         with self._lock:
             return self._batcher.pending
 
-    def receive(self, message: Message) -> None:
+    def receive(self, message: ReceivedMessage) -> None:
         """Buffer one message; write the batches it completes."""
         partition = partition_of(message.data)
         if partition == UNPARSEABLE:
@@ -113,11 +95,11 @@ class DeadLetterWriter:
             self._metrics.buffered.set(0)
         self._write(ready)
 
-    def _write(self, batches: Sequence[Batch[Message]]) -> None:
+    def _write(self, batches: Sequence[Batch[ReceivedMessage]]) -> None:
         for batch in batches:
             self._write_one(batch)
 
-    def _write_one(self, batch: Batch[Message]) -> None:
+    def _write_one(self, batch: Batch[ReceivedMessage]) -> None:
         if batch.key == UNPARSEABLE:
             for message in batch.items:
                 self._write_unparseable(batch, message)
@@ -140,7 +122,7 @@ class DeadLetterWriter:
         self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
 
-    def _write_unparseable(self, batch: Batch[Message], message: Message) -> None:
+    def _write_unparseable(self, batch: Batch[ReceivedMessage], message: ReceivedMessage) -> None:
         """Write one unparseable message as an object of its own, its bytes as they came."""
         name = unparseable_name(batch.window_start, self._new_id())
         try:

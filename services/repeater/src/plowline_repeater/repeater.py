@@ -14,14 +14,13 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import structlog
 from plowline_core.badrows import Processor, RecoveryErrorRow
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import PlowlineError
 from plowline_core.messages import FailedInsert, MessageError, decode_failed_insert
-from plowline_core.ports import BlobStore, Clock, Row, RowSink, TableSchemaStore
+from plowline_core.ports import BlobStore, Clock, ReceivedMessage, Row, RowSink, TableSchemaStore
 
 from plowline_repeater.dead_end import (
     DeadEndBuffer,
@@ -35,26 +34,9 @@ from plowline_repeater.metrics import RepeaterMetrics
 _log = structlog.get_logger(__name__)
 
 
-class Message(Protocol):
-    """A received message that can be settled (``plowline_cloud.pubsub.Delivery``)."""
-
-    @property
-    def data(self) -> bytes:
-        """The message payload."""
-        ...
-
-    def ack(self) -> None:
-        """Settle: never deliver again."""
-        ...
-
-    def nack(self) -> None:
-        """Give back for redelivery."""
-        ...
-
-
 @dataclass(slots=True)
 class _Waiting:
-    message: Message
+    message: ReceivedMessage
     failed: FailedInsert
     last: Attempt | None = None
 
@@ -87,7 +69,9 @@ class Repeater:
         self._new_id = new_id
         self._lock = threading.Lock()
         self._waiting: list[_Waiting] = []
-        self._dead: DeadEndBuffer[Message] = DeadEndBuffer(options.buffer_size, options.window)
+        self._dead: DeadEndBuffer[ReceivedMessage] = DeadEndBuffer(
+            options.buffer_size, options.window
+        )
         self._closing = False
         self.arrived = threading.Event()
 
@@ -97,7 +81,7 @@ class Repeater:
         with self._lock:
             return len(self._waiting)
 
-    def receive(self, message: Message) -> None:
+    def receive(self, message: ReceivedMessage) -> None:
         """Take one failed-insert message (decided on the next ``step``)."""
         decoded = decode_failed_insert(message.data)
         with self._lock:
@@ -182,7 +166,7 @@ class Repeater:
         with self._lock:
             self._bury(item.message, runtime_error_row(item.failed, decision.failure))
 
-    def _bury(self, message: Message, row: RecoveryErrorRow) -> None:
+    def _bury(self, message: ReceivedMessage, row: RecoveryErrorRow) -> None:
         """Buffer a bad row (caller holds the lock)."""
         self._dead.add(message, row.to_json(self._processor), self._clock.now())
         self._metrics.dead_ended.labels(row.code.value).inc()
