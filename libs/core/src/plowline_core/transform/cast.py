@@ -25,62 +25,36 @@ Notes:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
-
-import orjson
 
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.schema.names import normalize_field_name
+from plowline_core.transform.problems import (
+    Caster,
+    CastError,
+    MissingInValue,
+    NotAnArray,
+    WrongType,
+)
+from plowline_core.transform.scalar import INT64_MAX, SCALAR_CASTERS, compact_json
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
+__all__ = [
+    "CastError",
+    "CastOutcome",
+    "Caster",
+    "MissingInValue",
+    "NotAnArray",
+    "WrongType",
+    "cast",
+    "caster_for",
+    "compact_json",
+    "element_caster_for",
+]
+
 _LEARNED_KEYS_CAP = 4096  # raw JSON keys remembered per RECORD; beyond that, normalise each time
-
-
-@dataclass(frozen=True, slots=True)
-class WrongType:
-    """A value of the wrong JSON type for its field (``expected`` is the BigQuery type)."""
-
-    value: Any
-    expected: str
-
-    def to_failure(self, schema_key: str) -> dict[str, Any]:
-        """Return the loader_iglu_error/2-0-0 failure item."""
-        return {"schemaKey": schema_key, "value": self.value, "expected": self.expected}
-
-
-@dataclass(frozen=True, slots=True)
-class NotAnArray:
-    """A REPEATED field given something other than an array or null."""
-
-    value: Any
-    expected: str
-
-    def to_failure(self, schema_key: str) -> dict[str, Any]:
-        """Return the loader_iglu_error/2-0-0 failure item."""
-        return {"schemaKey": schema_key, "value": self.value, "expected": self.expected}
-
-
-@dataclass(frozen=True, slots=True)
-class MissingInValue:
-    """A REQUIRED key absent from its object (``value`` is the whole object)."""
-
-    key: str
-    value: Any
-
-    def to_failure(self, schema_key: str) -> dict[str, Any]:
-        """Return the loader_iglu_error/2-0-0 failure item."""
-        return {"schemaKey": schema_key, "key": self.key, "value": self.value}
-
-
-CastError = WrongType | NotAnArray | MissingInValue
-Caster = Callable[[Any, list[CastError]], Any]
 
 
 class CastOutcome(NamedTuple):
@@ -131,19 +105,11 @@ def element_caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Cast
     return _non_null_caster(field, mode)
 
 
-def compact_json(value: Any) -> str:
-    """Return compact JSON text, as circe's ``noSpaces`` prints it."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # ints beyond 64 bits: orjson refuses them, the stdlib does not
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 @lru_cache(maxsize=8192)
 def _non_null_caster(field: Field, mode: ColumnMode) -> Caster:
     if field.type is FieldType.RECORD:
         return _record(field, mode)
-    return _LEAVES[mode].get(field.type, _LEAVES[mode][FieldType.STRING])
+    return SCALAR_CASTERS[mode].get(field.type, SCALAR_CASTERS[mode][FieldType.STRING])
 
 
 def _repeated(field: Field, mode: ColumnMode) -> Caster:
@@ -205,7 +171,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
             and sum(map(value.__contains__, raw_names)) == len(value)
             and (
                 not numeric_at
-                or sum(map(abs, filter(None, map(items.__getitem__, numeric_at)))) <= _INT64_MAX
+                or sum(map(abs, filter(None, map(items.__getitem__, numeric_at)))) <= INT64_MAX
             )
         ):
             return dict(zip(names, items, strict=True))
@@ -355,121 +321,3 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
-
-
-def _wrong(expected: FieldType) -> Caster:
-    name = expected.value
-
-    def wrong(value: Any, errors: list[CastError]) -> Any:
-        errors.append(WrongType(value, name))
-
-    return wrong
-
-
-def _v1_string(value: Any, errors: list[CastError]) -> Any:
-    return value if type(value) is str else compact_json(value)
-
-
-def _strict_string(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is str:
-        return value
-    errors.append(WrongType(value, FieldType.STRING.value))
-    return None
-
-
-def _json_text(value: Any, errors: list[CastError]) -> Any:
-    return compact_json(value)
-
-
-def _boolean(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is bool:
-        return value
-    errors.append(WrongType(value, FieldType.BOOLEAN.value))
-    return None
-
-
-def _integer(value: Any, errors: list[CastError]) -> Any:
-    kind = type(value)
-    if kind is int and _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    if kind is float and value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
-        return int(value)  # circe's toLong accepts 2.0
-    errors.append(WrongType(value, FieldType.INTEGER.value))
-    return None
-
-
-def _number(expected: FieldType) -> Caster:
-    name = expected.value
-
-    def number(value: Any, errors: list[CastError]) -> Any:
-        kind = type(value)
-        if kind is int:
-            # JSON encoders stop at 64 bits; beyond that the float is what BigQuery keeps anyway
-            return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
-        if kind is float and value - value == 0:  # finite floats only
-            return value
-        errors.append(WrongType(value, name))
-        return None
-
-    return number
-
-
-def _any_string(expected: FieldType) -> Caster:
-    name = expected.value
-
-    def any_string(value: Any, errors: list[CastError]) -> Any:
-        if type(value) is str:
-            return value
-        errors.append(WrongType(value, name))
-        return None
-
-    return any_string
-
-
-def _iso_timestamp(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is str:
-        text = value[:-1] + "Z" if value.endswith("z") else value
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is not None:
-            return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    errors.append(WrongType(value, FieldType.TIMESTAMP.value))
-    return None
-
-
-def _iso_date(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is str and len(value) == 10:
-        try:
-            return date.fromisoformat(value).isoformat()
-        except ValueError:
-            pass
-    errors.append(WrongType(value, FieldType.DATE.value))
-    return None
-
-
-_LEAVES: dict[ColumnMode, dict[FieldType, Caster]] = {
-    ColumnMode.FULL: {
-        FieldType.STRING: _v1_string,
-        FieldType.JSON: _v1_string,
-        FieldType.BOOLEAN: _boolean,
-        FieldType.INTEGER: _integer,
-        FieldType.FLOAT: _number(FieldType.FLOAT),
-        FieldType.NUMERIC: _number(FieldType.NUMERIC),
-        FieldType.TIMESTAMP: _any_string(FieldType.TIMESTAMP),
-        FieldType.DATE: _any_string(FieldType.DATE),
-        FieldType.RECORD: _wrong(FieldType.RECORD),
-    },
-    ColumnMode.MAJOR: {
-        FieldType.STRING: _strict_string,
-        FieldType.JSON: _json_text,
-        FieldType.BOOLEAN: _boolean,
-        FieldType.INTEGER: _integer,
-        FieldType.FLOAT: _number(FieldType.FLOAT),
-        FieldType.NUMERIC: _number(FieldType.NUMERIC),
-        FieldType.TIMESTAMP: _iso_timestamp,
-        FieldType.DATE: _iso_date,
-        FieldType.RECORD: _wrong(FieldType.RECORD),
-    },
-}

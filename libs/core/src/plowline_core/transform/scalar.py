@@ -1,0 +1,146 @@
+"""Casters of non-RECORD values (STRING, JSON, BOOLEAN, INTEGER, FLOAT, NUMERIC, TIMESTAMP, DATE).
+
+``SCALAR_CASTERS[mode][field_type]`` is the caster of one non-null value; see
+:mod:`plowline_core.transform.cast` for the rules of each column mode.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from typing import Any
+
+import orjson
+
+from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.field import FieldType
+from plowline_core.transform.problems import Caster, CastError, WrongType
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def compact_json(value: Any) -> str:
+    """Return compact JSON text, as circe's ``noSpaces`` prints it."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # ints beyond 64 bits: orjson refuses them, the stdlib does not
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _wrong(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def wrong(value: Any, errors: list[CastError]) -> Any:
+        errors.append(WrongType(value, name))
+
+    return wrong
+
+
+def _v1_string(value: Any, errors: list[CastError]) -> Any:
+    return value if type(value) is str else compact_json(value)
+
+
+def _strict_string(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str:
+        return value
+    errors.append(WrongType(value, FieldType.STRING.value))
+    return None
+
+
+def _json_text(value: Any, errors: list[CastError]) -> Any:
+    return compact_json(value)
+
+
+def _boolean(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is bool:
+        return value
+    errors.append(WrongType(value, FieldType.BOOLEAN.value))
+    return None
+
+
+def _integer(value: Any, errors: list[CastError]) -> Any:
+    kind = type(value)
+    if kind is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
+        return int(value)  # circe's toLong accepts 2.0
+    errors.append(WrongType(value, FieldType.INTEGER.value))
+    return None
+
+
+def _number(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def number(value: Any, errors: list[CastError]) -> Any:
+        kind = type(value)
+        if kind is int:
+            # JSON encoders stop at 64 bits; beyond that the float is what BigQuery keeps anyway
+            return value if INT64_MIN <= value <= INT64_MAX else float(value)
+        if kind is float and value - value == 0:  # finite floats only
+            return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return number
+
+
+def _any_string(expected: FieldType) -> Caster:
+    name = expected.value
+
+    def any_string(value: Any, errors: list[CastError]) -> Any:
+        if type(value) is str:
+            return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return any_string
+
+
+def _iso_timestamp(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str:
+        text = value[:-1] + "Z" if value.endswith("z") else value
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    errors.append(WrongType(value, FieldType.TIMESTAMP.value))
+    return None
+
+
+def _iso_date(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is str and len(value) == 10:
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+    errors.append(WrongType(value, FieldType.DATE.value))
+    return None
+
+
+SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
+    ColumnMode.FULL: {
+        FieldType.STRING: _v1_string,
+        FieldType.JSON: _v1_string,
+        FieldType.BOOLEAN: _boolean,
+        FieldType.INTEGER: _integer,
+        FieldType.FLOAT: _number(FieldType.FLOAT),
+        FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.TIMESTAMP: _any_string(FieldType.TIMESTAMP),
+        FieldType.DATE: _any_string(FieldType.DATE),
+        FieldType.RECORD: _wrong(FieldType.RECORD),
+    },
+    ColumnMode.MAJOR: {
+        FieldType.STRING: _strict_string,
+        FieldType.JSON: _json_text,
+        FieldType.BOOLEAN: _boolean,
+        FieldType.INTEGER: _integer,
+        FieldType.FLOAT: _number(FieldType.FLOAT),
+        FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.TIMESTAMP: _iso_timestamp,
+        FieldType.DATE: _iso_date,
+        FieldType.RECORD: _wrong(FieldType.RECORD),
+    },
+}
