@@ -215,7 +215,10 @@ def test_an_enrich_line_with_known_entities_takes_the_fused_path() -> None:
         geo_latitude="-1.5e-3",
         txn_id="+12",
     )
-    row = BUILDERS[ColumnMode.FULL]._fused(line.split("\t"))
+    values = line.split("\t")
+    atomic = decode_valid_atomic(values)
+    assert atomic is not None
+    row = BUILDERS[ColumnMode.FULL]._fused(values, atomic)
     assert row is not None
     assert _careful(BUILDERS[ColumnMode.FULL], line) == _outcome(row)
 

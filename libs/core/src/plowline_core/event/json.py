@@ -45,8 +45,9 @@ def unstruct_event_json(entity: SelfDescribingData | None) -> dict[str, Any] | N
 
 def event_payload(event: EnrichedEvent) -> dict[str, Any]:
     """Return the event as the bad-row ``payload`` JSON object (see the module notes)."""
-    atomic = event.atomic
-    payload = {name: atomic.get(name) for name in _NAMES}
+    # All 131 names in TSV order, null first; the event's values land in their slots.
+    payload: dict[str, Any] = dict.fromkeys(_NAMES)
+    payload.update(event.atomic)
     payload["contexts"] = contexts_json(event.contexts)
     payload["unstruct_event"] = unstruct_event_json(event.unstruct_event)
     payload["derived_contexts"] = contexts_json(event.derived_contexts)

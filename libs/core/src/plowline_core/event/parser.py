@@ -209,6 +209,16 @@ def _decode_fast(values: list[str]) -> EnrichedEvent | None:
     atomic = decode_valid_atomic(values)
     if atomic is None:
         return None
+    return event_with_entities(values, atomic)
+
+
+def event_with_entities(values: list[str], atomic: dict[str, Any]) -> EnrichedEvent:
+    """Return the event of a line whose atomic values ``decode_valid_atomic`` gave.
+
+    Raises:
+        ValueError: an entity field needs the field-by-field decoder to explain it.
+        KeyError: likewise.
+    """
     contexts, unstruct, derived = (
         values[_CONTEXTS],
         values[_UNSTRUCT_EVENT],

@@ -40,7 +40,7 @@ from plowline_core.errors import RegistryUnavailable
 from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
-from plowline_core.event.parser import decode_valid_atomic, parse
+from plowline_core.event.parser import decode_valid_atomic, event_with_entities, parse
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
@@ -124,14 +124,25 @@ class RowBuilder:
             RegistryUnavailable: a registry could not answer; retry later, do not ack.
         """
         values = line.split("\t")
-        if len(values) == FIELD_COUNT:
+        atomic = decode_valid_atomic(values) if len(values) == FIELD_COUNT else None
+        if atomic is not None:
+            width = len(atomic)
             try:
-                row = self._fused(values)
+                row = self._fused(values, atomic)
             except Exception:  # any surprise: the careful path decides, and explains
                 row = None
             if row is not None:
                 return row
-        event = parse(line)
+            # The atomic values are valid: keep them (the fused path only appended keys)
+            # and let the careful path judge the entities.
+            for key in list(atomic)[width:]:
+                del atomic[key]
+            try:
+                event: EnrichedEvent | BadRow = event_with_entities(values, atomic)
+            except (ValueError, KeyError):  # an entity field only the slow decoder explains
+                event = parse(line)
+        else:
+            event = parse(line)
         if not isinstance(event, EnrichedEvent):
             return event
         return self.build(event)
@@ -200,11 +211,12 @@ class RowBuilder:
             types = self._types_of(seen)
         return TransformedRow(data["event_id"], data, types)
 
-    def _fused(self, values: list[str]) -> TransformedRow | None:
-        """Return the row of a line valid in every respect, else None (see the module notes)."""
-        data = decode_valid_atomic(values)
-        if data is None:
-            return None
+    def _fused(self, values: list[str], data: dict[str, Any]) -> TransformedRow | None:
+        """Return the row of a line valid in every respect, else None (see the module notes).
+
+        Notes:
+            Writes into ``data`` (the line's atomic values) and only ever appends keys.
+        """
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         by_uri = self._by_uri
         seen = 0
