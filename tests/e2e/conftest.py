@@ -1,9 +1,11 @@
 """End-to-end fixtures: the local stack and the four services as processes, once per session.
 
-``pipeline`` is a started :class:`plowline_devstack.demo.DemoRun` (the same orchestration
-``plowline demo`` uses): Pub/Sub, BigQuery and Cloud Storage stand-ins, the events table,
-and ``plowline-loader run``, ``plowline-mutator serve``, ``plowline-repeater run`` and
-``plowline-deadletter run`` as subprocesses with logs under the session's temp directory.
+``pipeline`` is a started :class:`plowline_devstack.demo_run.DemoRun` (the same
+orchestration ``plowline demo`` uses): Pub/Sub, BigQuery and Cloud Storage stand-ins, the
+events table, and ``plowline-loader run``, ``plowline-mutator serve``, ``plowline-repeater
+run`` and ``plowline-deadletter run`` as subprocesses with logs under the session's temp
+directory. Before any event, the operator's hand-made legacy_order column (INTEGER where
+the schema says string, ``demo_conflict.py``) is added, so legacy orders never fit.
 ``published`` collects every line a test sends, so each test accounts for all of them.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from plowline_devstack.demo import DemoRun
+from plowline_devstack.demo_run import DemoRun
 from plowline_devstack.demo_services import ServiceError
 from plowline_devstack.generate import GeneratedLine, generate
 from plowline_devstack.stack import StackStartError
@@ -29,6 +31,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
     run = DemoRun(tmp_path_factory.mktemp("e2e"), env=_LOADER_ENV)
     try:
         run.start(timeout=240.0)
+        run.add_conflicting_column()
     except (StackStartError, ServiceError) as error:
         run.stop()
         pytest.fail(f"the pipeline did not start:\n{error}", pytrace=False)
@@ -42,8 +45,9 @@ def published() -> list[GeneratedLine]:
     return []
 
 
-def _lines(count: int, seed: int) -> list[GeneratedLine]:
-    return list(generate(count, start=datetime.now(UTC), seed=seed, rate=500.0))
+def _lines(count: int, seed: int, never_fitting: int = 0) -> list[GeneratedLine]:
+    start = datetime.now(UTC)
+    return list(generate(count, start=start, seed=seed, rate=500.0, never_fitting=never_fitting))
 
 
 def _wait_accounted(pipeline: DemoRun, total: int, timeout: float = 240.0) -> int:
@@ -55,13 +59,13 @@ def _wait_accounted(pipeline: DemoRun, total: int, timeout: float = 240.0) -> in
         time.sleep(1.0)
 
 
-@pytest.fixture
-def make_lines() -> Callable[[int, int], list[GeneratedLine]]:
-    """``make_lines(count, seed)``: generated lines (5% malformed) stamped from now."""
+@pytest.fixture(scope="session")
+def make_lines() -> Callable[..., list[GeneratedLine]]:
+    """``make_lines(count, seed, never_fitting=0)``: lines (5% malformed) stamped from now."""
     return _lines
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def wait_accounted() -> Callable[..., int]:
     """``wait_accounted(pipeline, total)``: poll until rows + bad rows + dead-ended reach total."""
     return _wait_accounted

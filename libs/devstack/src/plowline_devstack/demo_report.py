@@ -3,7 +3,8 @@
 :class:`SystemsReader` asks BigQuery (``COUNT``, ``COUNT(DISTINCT event_id)``, the event
 ids, the table schema, sample queries) and Cloud Storage (the bad-row and dead-end
 objects, one bad row per NDJSON line) with the official clients. :class:`Accounting`
-puts each published event id in its place: a table row, a bad row or a dead-end row.
+puts each published event id in its place: a table row, a bad row or a dead-end row, and
+checks the events meant never to fit (``demo_conflict.py``) are the dead-ended ones.
 
 Notes:
     A bad row or a dead-end row is matched to a published event by the event id text it
@@ -12,16 +13,20 @@ Notes:
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from plowline_core.schema.field import Field
 
 from plowline_devstack.clients import BIGQUERY_RETRY, bigquery_client, storage_client
 from plowline_devstack.stack import LocalStack
 
 _UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _TIMEOUT_S = 20.0
+_DEAD_END_SHOWN = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,15 @@ class Objects:
     objects: int
     rows: int
     ids: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadEndRow:
+    """One line of a dead-end object: the event it holds, why it was refused, the bad row."""
+
+    event_id: str | None
+    message: str
+    bad_row: dict[str, Any]
 
 
 class SystemsReader:
@@ -71,19 +85,37 @@ class SystemsReader:
         )
         return [column.name for column in table.schema]
 
+    def fields(self) -> tuple[Field, ...]:
+        """Return the events table's schema as our fields."""
+        table = self._bigquery.get_table(
+            self._stack.table_ref, retry=BIGQUERY_RETRY, timeout=_TIMEOUT_S
+        )
+        return tuple(Field.from_api(column.to_api_repr()) for column in table.schema)
+
     def bad_rows(self, bucket: str, prefix: str) -> Objects:
         """Return the bad rows under ``gs://bucket/prefix``: one per NDJSON line, one per ``.bin``."""
         objects = rows = 0
         ids: set[str] = set()
+        for name, data in self._objects(bucket, prefix):
+            objects += 1
+            rows += 1 if name.endswith(".bin") else len(data.splitlines())
+            ids.update(match.decode().lower() for match in _UUID.findall(data))
+        return Objects(objects, rows, frozenset(ids))
+
+    def dead_end_rows(self, bucket: str, prefix: str) -> list[DeadEndRow]:
+        """Return every ``loader_recovery_error`` line under ``gs://bucket/prefix``, parsed."""
+        found: list[DeadEndRow] = []
+        for _, data in self._objects(bucket, prefix):
+            found += [dead_end_row(line) for line in data.splitlines() if line.strip()]
+        return found
+
+    def _objects(self, bucket: str, prefix: str) -> Iterator[tuple[str, bytes]]:
         for blob in self._storage.list_blobs(bucket, prefix=prefix, timeout=_TIMEOUT_S):
             key = (bucket, str(blob.name), int(blob.size or 0))
             data = self._cache.get(key)
             if data is None:
                 data = self._cache[key] = blob.download_as_bytes(timeout=_TIMEOUT_S)
-            objects += 1
-            rows += 1 if blob.name.endswith(".bin") else len(data.splitlines())
-            ids.update(match.decode().lower() for match in _UUID.findall(data))
-        return Objects(objects, rows, frozenset(ids))
+            yield str(blob.name), data
 
     def sample(self, sql: str) -> tuple[list[tuple[Any, ...]], str | None]:
         """Run a sample query; return its rows, or no rows and the error it raised."""
@@ -91,6 +123,27 @@ class SystemsReader:
             return self.query(sql), None
         except Exception as error:  # a sample is an illustration: show why it failed, go on
             return [], f"{type(error).__name__}: {str(error)[:200]}"
+
+
+def dead_end_row(line: bytes) -> DeadEndRow:
+    """Parse one dead-end NDJSON line (the event id is the payload row's ``event_id``)."""
+    bad_row: dict[str, Any] = json.loads(line)
+    data = bad_row.get("data") or {}
+    error = (data.get("failure") or {}).get("error") or {}
+    return DeadEndRow(
+        _payload_event_id(str(data.get("payload", ""))), str(error.get("message", "")), bad_row
+    )
+
+
+def _payload_event_id(payload: str) -> str | None:
+    try:
+        row = json.loads(payload)
+    except ValueError:  # a ParsingError payload is whatever the message held
+        row = None
+    if isinstance(row, dict) and isinstance(row.get("event_id"), str):
+        return str(row["event_id"]).lower()
+    match = _UUID.search(payload.encode())
+    return match.group().decode().lower() if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +156,7 @@ class Accounting:
     in_bad_rows: frozenset[str]
     dead_ended: frozenset[str]
     duplicates: int = 0
+    never_fit: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -112,8 +166,12 @@ class Accounting:
         table_ids: Sequence[str],
         bad_row_ids: Iterable[str],
         dead_end_ids: Iterable[str],
+        never_fit: Iterable[str] = (),
     ) -> Accounting:
-        """Build the accounting of published ``good``/``bad`` ids against what the systems hold."""
+        """Build the accounting of published ``good``/``bad`` ids against what the systems hold.
+
+        ``never_fit`` names the good events bound for the dead-end bucket.
+        """
         good, bad = frozenset(good), frozenset(bad)
         published = good | bad
         in_table = frozenset(table_ids)
@@ -124,6 +182,7 @@ class Accounting:
             frozenset(bad_row_ids) & published,
             frozenset(dead_end_ids) & published,
             len(table_ids) - len(in_table),
+            frozenset(never_fit) & good,
         )
 
     @property
@@ -143,13 +202,24 @@ class Accounting:
 
     @property
     def misplaced(self) -> frozenset[str]:
-        """Ids in more than one place, good events as bad rows, or bad events as rows."""
+        """Ids in more than one place, good events as bad rows, bad or never-fitting ones as rows."""
         twice = (
             (self.in_table & self.in_bad_rows)
             | (self.in_table & self.dead_ended)
             | (self.in_bad_rows & self.dead_ended)
         )
-        return twice | (self.good & self.in_bad_rows) | (self.bad & self.in_table)
+        astray = (self.good & self.in_bad_rows) | (self.bad & self.in_table)
+        return twice | astray | (self.never_fit & (self.in_table | self.in_bad_rows))
+
+    @property
+    def exact(self) -> bool:
+        """True when each event is where it belongs: row, bad row, or (never fitting) dead end."""
+        return (
+            self.balanced
+            and self.in_table == self.good - self.never_fit
+            and self.in_bad_rows == self.bad
+            and self.dead_ended == self.never_fit
+        )
 
     @property
     def balanced(self) -> bool:
@@ -178,6 +248,8 @@ class Summary:
     mutator_columns: float | None
     accounting: Accounting
     samples: list[tuple[str, list[tuple[Any, ...]], str | None]] = field(default_factory=list)
+    dead_end_rows: list[DeadEndRow] = field(default_factory=list)
+    conflict: str | None = None
 
     def lines(self) -> list[str]:
         """Return the summary as printed lines, the PASS/FAIL verdict last."""
@@ -189,6 +261,7 @@ class Summary:
             f"bad rows in the dead-letter bucket       {self.bad_rows:>7}"
             f"   ({self.bad_row_objects} objects)",
             f"dead-ended rows (dead-end bucket)        {self.dead_ended:>7}",
+            *self._dead_end_lines(),
             f"failed inserts recovered by the repeater {_figure(self.reinserted):>7}",
             f"columns added by the mutator             {len(self.columns_added):>7}"
             f"   (mutator says {_figure(self.mutator_columns)})",
@@ -204,6 +277,20 @@ class Summary:
             f" (missing {len(acc.missing)}, misplaced {len(acc.misplaced)}, "
             f"unexpected {len(acc.unexpected)}, duplicate rows {acc.duplicates})"
         )
+        return out
+
+    def _dead_end_lines(self) -> list[str]:
+        out: list[str] = []
+        if self.conflict:
+            out.append(f"    never fits: {self.conflict}")
+            out.append("    (the mutator only widens, never retypes: the repeater gives up)")
+        rows = sorted(self.dead_end_rows, key=lambda row: row.event_id or "")
+        expected = self.accounting.never_fit
+        for row in rows[:_DEAD_END_SHOWN]:
+            tag = "never fits" if row.event_id in expected else "UNEXPECTED"
+            out.append(f"    - {row.event_id or '(no event id)'}  {tag}: {row.message[:72]}")
+        if len(rows) > _DEAD_END_SHOWN:
+            out.append(f"    … and {len(rows) - _DEAD_END_SHOWN} more")
         return out
 
 

@@ -34,6 +34,8 @@ SERVICE_NAMES = (MUTATOR, DEADLETTER, REPEATER, LOADER)
 
 DEAD_END_PREFIX = "dead-end"
 BAD_ROWS_PREFIX = "bad-rows"
+DEFAULT_BACKOFF_S = 300.0
+"""The repeater's backoff: long enough for any column the mutator must add first."""
 _HTTP_TIMEOUT_S = 2.0
 _PR_SET_PDEATHSIG = 1
 
@@ -86,8 +88,11 @@ class ServiceProcess:
         """True when ``/readyz`` answers 200."""
         return _status(f"http://127.0.0.1:{self.spec.port}/readyz") == 200
 
-    def metrics(self) -> dict[str, float]:
-        """Return each sample name's total over its labels (empty if ``/metrics`` does not answer)."""
+    def metrics(self, labels: Mapping[str, str] | None = None) -> dict[str, float]:
+        """Return each sample name's total over its labels (those matching ``labels`` if given).
+
+        Empty if ``/metrics`` does not answer.
+        """
         try:
             with urllib.request.urlopen(
                 f"http://127.0.0.1:{self.spec.port}/metrics", timeout=_HTTP_TIMEOUT_S
@@ -95,15 +100,17 @@ class ServiceProcess:
                 text = reply.read().decode()
         except (OSError, urllib.error.URLError):
             return {}
+        wanted = dict(labels or {}).items()
         totals: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+                if wanted <= sample.labels.items():
+                    totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
         return totals
 
-    def counter(self, suffix: str) -> float | None:
+    def counter(self, suffix: str, labels: Mapping[str, str] | None = None) -> float | None:
         """Return the metric whose name ends with ``suffix`` (None if the service does not say)."""
-        found = [value for name, value in self.metrics().items() if name.endswith(suffix)]
+        found = [value for name, value in self.metrics(labels).items() if name.endswith(suffix)]
         return sum(found) if found else None
 
     def stop(self, grace: float = 30.0) -> int:
@@ -138,7 +145,9 @@ def console_script(name: str) -> str:
     return found
 
 
-def service_commands(paths: DemoPaths) -> dict[str, ServiceSpec]:
+def service_commands(
+    paths: DemoPaths, backoff: float = DEFAULT_BACKOFF_S
+) -> dict[str, ServiceSpec]:
     """Return how to start each of the four services against the demo's configs."""
     config, resolver = str(paths.config), str(paths.resolver)
     ports = {name: free_port("127.0.0.1") for name in SERVICE_NAMES}
@@ -151,7 +160,7 @@ def service_commands(paths: DemoPaths) -> dict[str, ServiceSpec]:
         REPEATER: (
             "run", "--config", config, "--resolver", resolver,
             "--failedInsertsSub", paths.failed_inserts_sub, "--deadEndBucket", dead_end,
-            "--backoffPeriod", "300", "--window", "2",
+            "--backoffPeriod", _seconds(backoff), "--window", "2",
         ),
         DEADLETTER: (
             "run", "--config", config, "--badRowsSub", paths.bad_rows_sub,
@@ -164,6 +173,17 @@ def service_commands(paths: DemoPaths) -> dict[str, ServiceSpec]:
         )
         for name in SERVICE_NAMES
     }
+
+
+def with_backoff(spec: ServiceSpec, backoff: float) -> ServiceSpec:
+    """Return the repeater's ``spec`` with its ``--backoffPeriod`` set to ``backoff`` seconds."""
+    args = list(spec.args)
+    args[args.index("--backoffPeriod") + 1] = _seconds(backoff)
+    return ServiceSpec(spec.name, spec.script, tuple(args), spec.port)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
 
 
 def service_env(stack: LocalStack, extra: Mapping[str, str] = {}) -> dict[str, str]:

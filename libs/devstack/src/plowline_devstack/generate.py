@@ -2,13 +2,15 @@
 
 ``generate`` yields :class:`GeneratedLine` values: good page views, link clicks and
 custom checkouts (``traffic.py``), with ``bad_fraction`` of the lines malformed in one of
-``malformed.MALFORMED_KINDS``. ``publish`` sends lines to a Pub/Sub topic at a steady rate
+``malformed.MALFORMED_KINDS`` and, on request, ``never_fitting`` valid legacy orders that
+the demo's hand-made column refuses (``demo_conflict.py``). ``publish`` sends lines to a Pub/Sub topic at a steady rate
 with the official client. The command writes to a file, stdout, or the local stack's topic.
 
 Notes:
     Deterministic: the same seed, count, fraction and start time give the same lines.
     The number of malformed lines is exactly ``round(count * bad_fraction)``, their kinds
-    taken in turn so that each kind appears once there are enough of them.
+    taken in turn so that each kind appears once there are enough of them. Asking for no
+    never-fitting line draws nothing more: the lines are those of earlier versions.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from typing import Any, TextIO
 
 from plowline_devstack.cli import Command
 from plowline_devstack.malformed import MALFORMED_KINDS, malformed_line
-from plowline_devstack.traffic import Traffic
+from plowline_devstack.traffic import NEVER_FITTING_KINDS, Traffic, assemble
 
 DEFAULT_BAD_FRACTION = 0.05
 DEFAULT_TOPIC = "enriched"
+ROW, BAD_ROW, DEAD_END = "row", "bad row", "dead end"
 _PROGRESS_EVERY_S = 1.0
 
 
@@ -46,6 +49,13 @@ class GeneratedLine:
         """True when the loader must turn the line into a table row (not a bad row)."""
         return self.kind not in MALFORMED_KINDS
 
+    @property
+    def fate(self) -> str:
+        """Where the line must end: ``ROW``, ``BAD_ROW`` or (never fitting) ``DEAD_END``."""
+        if self.kind in MALFORMED_KINDS:
+            return BAD_ROW
+        return DEAD_END if self.kind in NEVER_FITTING_KINDS else ROW
+
 
 def generate(
     count: int,
@@ -54,13 +64,30 @@ def generate(
     seed: int | None = None,
     bad_fraction: float = DEFAULT_BAD_FRACTION,
     rate: float = 100.0,
+    never_fitting: int = 0,
 ) -> Iterator[GeneratedLine]:
-    """Yield ``count`` lines whose collector times start at ``start``, ``rate`` events a second."""
+    """Return ``count`` lines whose collector times start at ``start``, ``rate`` events a second.
+
+    Notes:
+        Checks its arguments at once (ValueError), before the first line is drawn.
+    """
     if not 0.0 <= bad_fraction <= 1.0:
         raise ValueError(f"bad_fraction must be within [0, 1], got {bad_fraction}")
-    rng = random.Random(seed)
+    bad = round(count * bad_fraction)
+    if not 0 <= never_fitting <= count - bad:
+        raise ValueError(f"never_fitting must be within [0, {count - bad}], got {never_fitting}")
+    return _lines(count, random.Random(seed), start, bad, rate, never_fitting)
+
+
+def _lines(
+    count: int, rng: random.Random, start: datetime, bad: int, rate: float, never_fitting: int
+) -> Iterator[GeneratedLine]:
     traffic = Traffic(rng, start, rate)
-    bad_at = set(rng.sample(range(count), round(count * bad_fraction)))
+    bad_at = set(rng.sample(range(count), bad))
+    legacy_at: set[int] = set()
+    if never_fitting:
+        rest = [position for position in range(count) if position not in bad_at]
+        legacy_at = set(rng.sample(rest, never_fitting))
     kinds = list(MALFORMED_KINDS)
     rng.shuffle(kinds)
     taken = 0
@@ -69,6 +96,9 @@ def generate(
             kind, event_id = kinds[taken % len(kinds)], traffic.uuid()
             taken += 1
             yield GeneratedLine(kind, event_id, malformed_line(traffic, kind, event_id))
+        elif position in legacy_at:
+            kind, event_id = NEVER_FITTING_KINDS[0], traffic.uuid()
+            yield GeneratedLine(kind, event_id, assemble(traffic.fields(kind, event_id)))
         else:
             yield GeneratedLine(*traffic.next_event())
 
@@ -116,6 +146,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BAD_FRACTION,
         help="share of malformed lines (default %(default)s)",
     )
+    parser.add_argument(
+        "--never-fitting",
+        type=int,
+        default=0,
+        help="valid com.acme/legacy_order events to add, which `plowline demo`'s hand-made "
+        "column refuses (default 0)",
+    )
     parser.add_argument("--seed", type=int, help="random seed: same seed, same events")
     parser.add_argument(
         "--start",
@@ -152,6 +189,7 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             bad_fraction=args.bad_fraction,
             rate=args.rate or 100.0,
+            never_fitting=args.never_fitting,
         )
     except ValueError as error:
         print(f"plowline dev generate: {error}", file=sys.stderr)

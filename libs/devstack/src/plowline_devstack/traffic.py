@@ -9,6 +9,9 @@ Events:
     ``page_view``         ``contexts``: web_page 1-0-0; ``derived_contexts``: ua_parser_context
     ``link_click``        ``unstruct_event``: link_click 1-0-0 or 1-0-1, same contexts
     ``checkout_started``  ``unstruct_event``: com.acme/checkout_started 1-0-0 (custom)
+    ``legacy_order``      ``unstruct_event``: com.acme/legacy_order 1-0-0 (custom; never in the
+                          random mix: only ``generate(never_fitting=…)`` asks for it, see
+                          ``demo_conflict.py`` for the column it never fits)
 
 Notes:
     Deterministic: the same seed and start time give the same lines, byte for byte.
@@ -34,6 +37,9 @@ WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 UA_PARSER = "iglu:com.snowplowanalytics.snowplow/ua_parser_context/jsonschema/1-0-0"
 LINK_CLICK = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-{}"
 CHECKOUT_STARTED = "iglu:com.acme/checkout_started/jsonschema/1-0-0"
+LEGACY_ORDER = "iglu:com.acme/legacy_order/jsonschema/1-0-0"
+NEVER_FITTING_KINDS = ("legacy_order",)
+"""Valid events whose column an operator made by hand with a type they do not fit."""
 
 _NAMES = tuple(field.name for field in ENRICHED_FIELDS)
 _HOST = "shop.acme.example"
@@ -345,6 +351,18 @@ class Traffic:
         fields["unstruct_event"] = unstruct_text(CHECKOUT_STARTED, data)
         return fields
 
+    def _legacy_order(self) -> dict[str, str]:
+        rng = self._rng
+        data = {
+            # Text ids since the legacy system's 2024 migration (the old ones were numbers).
+            "orderId": f"LO-{self._clock:%Y}-{rng.randrange(1, 1_000_000):06d}",
+            "total": round(rng.uniform(9.99, 1999.0), 2),
+            "currency": rng.choice(_CURRENCIES),
+        }
+        fields = _event_header("unstruct", "com.acme", "legacy_order", "1-0-0")
+        fields["unstruct_event"] = unstruct_text(LEGACY_ORDER, data)
+        return fields
+
 
 def _event_header(event: str, vendor: str, name: str, version: str) -> dict[str, str]:
     return {
@@ -378,4 +396,5 @@ _EVENT_FIELDS = {
     "page_view": Traffic._page_view,
     "link_click": Traffic._link_click,
     "checkout_started": Traffic._checkout_started,
+    "legacy_order": Traffic._legacy_order,
 }

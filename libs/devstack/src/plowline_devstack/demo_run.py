@@ -1,0 +1,305 @@
+"""A demo run: the local stack and the four services, started, fed, watched and stopped.
+
+:class:`DemoRun` is the orchestration ``plowline demo`` and the e2e tier share: it starts
+the stack, creates the events table, launches the services as processes
+(``demo_services.py``), publishes generated lines, reads progress and the final figures
+(``demo_report.py``), can add the operator's hand-made conflicting column
+(``demo_conflict.py``) and restart the repeater with another backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.schema.field import Field
+
+from plowline_devstack import stack as stacks
+from plowline_devstack.clients import bigquery_client, publisher_client
+from plowline_devstack.demo_conflict import add_by_hand, describe, hand_made_column
+from plowline_devstack.demo_progress import Progress
+from plowline_devstack.demo_report import Accounting, Summary, SystemsReader, sample_queries
+from plowline_devstack.demo_services import (
+    BAD_ROWS_PREFIX,
+    DEAD_END_PREFIX,
+    DEFAULT_BACKOFF_S,
+    LOADER,
+    MUTATOR,
+    REPEATER,
+    SERVICE_NAMES,
+    DemoPaths,
+    ServiceProcess,
+    ServiceSpec,
+    launch,
+    service_commands,
+    service_env,
+    wait_done,
+    wait_ready,
+    with_backoff,
+)
+from plowline_devstack.generate import DEAD_END, GeneratedLine, publish
+from plowline_devstack.stack_config import StackConfig
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+_SERVICES_FILE = "services.json"
+_STOP_ORDER = (LOADER, REPEATER, "deadletter", MUTATOR)
+_REINSERTED = "repeater_reinserted_total"
+
+
+class DemoRun:
+    """A stack, the four services and a reader: started, fed, watched and stopped."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        outlive: bool = False,
+        env: Mapping[str, str] | None = None,
+        backoff: float = DEFAULT_BACKOFF_S,
+    ) -> None:
+        self.work_dir = work_dir.resolve()
+        self.outlive = outlive
+        self.extra_env = dict(env or {})
+        self.backoff = backoff
+        self.stack: stacks.LocalStack | None = None
+        self.services: dict[str, ServiceProcess] = {}
+        self.specs: dict[str, ServiceSpec] = {}
+        self._reader: SystemsReader | None = None
+        self.initial_columns = [column.name for column in ATOMIC_COLUMNS]
+        self.conflict: Field | None = None
+        self._reinserted_before = 0.0  # by repeaters restarted since (their counters are gone)
+
+    @property
+    def reader(self) -> SystemsReader:
+        """The reader of the running stack."""
+        if self._reader is None:
+            raise RuntimeError("the demo stack is not started")
+        return self._reader
+
+    @property
+    def paths(self) -> DemoPaths:
+        """The configs, work directory and buckets the services use."""
+        buckets = self._stack().config.buckets
+        return DemoPaths(
+            EXAMPLES / "config.json", EXAMPLES / "resolver.json", self.work_dir, *buckets
+        )
+
+    @property
+    def log_dir(self) -> Path:
+        """Where each service's log is written."""
+        return self.work_dir / "logs"
+
+    def start(self, timeout: float = 180.0, say: Callable[[str], None] = lambda text: None) -> None:
+        """Start the stack, create the table, start the services and wait until all are ready."""
+        say("starting the local stack (Pub/Sub, BigQuery, Cloud Storage stand-ins)")
+        self.stack = stacks.start_stack(self.work_dir / "stack", StackConfig(), persistent=False)
+        self._reader = SystemsReader(self.stack)
+        self.initial_columns = self.reader.columns()
+        env = service_env(self.stack, self.extra_env)
+        self.specs = service_commands(self.paths, self.backoff)
+        say(
+            "creating the events table (plowline-mutator create); starting the loader, mutator, "
+            "repeater and dead-letter writer as processes; waiting for /readyz"
+        )
+        config = str(self.paths.config)
+        create = ServiceSpec(
+            "mutator-create", "plowline-mutator", ("create", "--config", config), 0
+        )
+        created = launch(create, env, self.log_dir)
+        for name in SERVICE_NAMES:
+            self.services[name] = launch(self.specs[name], env, self.log_dir, outlive=self.outlive)
+        wait_done(created, timeout)
+        wait_ready(list(self.services.values()), timeout)
+
+    def add_conflicting_column(self) -> Field:
+        """Add the operator's hand-made legacy_order column (``demo_conflict.py``); return it.
+
+        Notes:
+            Call it before any legacy_order event is published: otherwise the mutator
+            adds the column the schema asks for first.
+        """
+        stack = self._stack()
+        column = hand_made_column(EXAMPLES / "iglu")
+        client = bigquery_client(stack.endpoints)
+        try:
+            add_by_hand(client, stack.table_ref, column)
+        finally:
+            client.close()  # type: ignore[no-untyped-call]  # the client's close is untyped
+        self.conflict = column
+        self.initial_columns.append(column.name)  # the operator's column, not the mutator's
+        return column
+
+    def restart(self, name: str, *, kill: bool = True, timeout: float = 180.0) -> ServiceProcess:
+        """Kill (SIGKILL) or stop a service, start it again and wait until it is ready."""
+        old = self.services[name]
+        if kill:
+            old.kill()
+        else:
+            old.stop()
+        new = launch(
+            self.specs[name],
+            service_env(self._stack(), self.extra_env),
+            self.log_dir,
+            outlive=self.outlive,
+        )
+        self.services[name] = new
+        wait_ready([new], timeout)
+        return new
+
+    def use_backoff(self, seconds: float, timeout: float = 180.0) -> ServiceProcess:
+        """Restart the repeater gracefully with ``--backoffPeriod seconds``.
+
+        Notes:
+            SIGTERM makes the repeater give back the rows it holds, so the new one takes
+            them on: nothing is lost.
+        """
+        self.backoff = seconds
+        self._reinserted_before += self.services[REPEATER].counter(_REINSERTED) or 0.0
+        self.specs[REPEATER] = with_backoff(self.specs[REPEATER], seconds)
+        return self.restart(REPEATER, kill=False, timeout=timeout)
+
+    def publish(
+        self,
+        lines: Sequence[GeneratedLine],
+        rate: float,
+        on_progress: Callable[[int], None] = lambda sent: None,
+    ) -> int:
+        """Publish ``lines`` to the enriched topic; return once the topic holds them all."""
+        stack = self._stack()
+        publisher = publisher_client(stack.endpoints)
+        try:
+            return publish(
+                lines, publisher, stack.topic_path("enriched"), rate=rate, on_progress=on_progress
+            )
+        finally:
+            publisher.stop()
+
+    def progress(self, published: int) -> Progress:
+        """Look at the table, the buckets and the loader's counters once."""
+        paths, reader = self.paths, self.reader
+        rows, distinct = reader.row_counts()
+        bad = reader.bad_rows(paths.bad_rows_bucket, BAD_ROWS_PREFIX)
+        dead = reader.bad_rows(paths.dead_end_bucket, DEAD_END_PREFIX)
+        added = len(set(reader.columns()) - set(self.initial_columns))
+        failed = self.services[LOADER].counter("loader_failed_inserts_total")
+        return Progress(published, rows, distinct, bad.rows, dead.rows, failed, added)
+
+    def account(self, lines: Sequence[GeneratedLine]) -> Accounting:
+        """Place every published line's event id: table row, bad row or dead-end row."""
+        paths, reader = self.paths, self.reader
+        return Accounting.of(
+            (g.event_id for g in lines if g.good),
+            (g.event_id for g in lines if not g.good),
+            reader.row_ids(),
+            reader.bad_rows(paths.bad_rows_bucket, BAD_ROWS_PREFIX).ids,
+            reader.bad_rows(paths.dead_end_bucket, DEAD_END_PREFIX).ids,
+            never_fit=(g.event_id for g in lines if g.fate == DEAD_END),
+        )
+
+    def summary(self, lines: Sequence[GeneratedLine]) -> Summary:
+        """Read the final figures from BigQuery, Cloud Storage and the services' metrics."""
+        paths, reader = self.paths, self.reader
+        rows, distinct = reader.row_counts()
+        bad = reader.bad_rows(paths.bad_rows_bucket, BAD_ROWS_PREFIX)
+        dead = reader.bad_rows(paths.dead_end_bucket, DEAD_END_PREFIX)
+        columns = reader.columns()
+        added = [c for c in columns if c not in set(self.initial_columns)]
+        mutator = self.services[MUTATOR]
+        summary = Summary(
+            published=len(lines),
+            rows=rows,
+            distinct_rows=distinct,
+            bad_rows=bad.rows,
+            bad_row_objects=bad.objects,
+            dead_ended=dead.rows,
+            columns_added=added,
+            reinserted=self._reinserted(),
+            mutator_columns=mutator.counter("mutator_columns_added_total"),
+            accounting=self.account(lines),
+            dead_end_rows=reader.dead_end_rows(paths.dead_end_bucket, DEAD_END_PREFIX),
+            conflict=describe(self.conflict) if self.conflict else None,
+        )
+        for title, sql in sample_queries(self._stack().table_ref, added):
+            summary.samples.append((title, *reader.sample(sql)))
+        return summary
+
+    def _reinserted(self) -> float | None:
+        now = self.services[REPEATER].counter(_REINSERTED)
+        if now is None:
+            return None
+        return self._reinserted_before + now
+
+    def diagnose(self, accounting: Accounting) -> list[str]:
+        """Say what is missing and what each service reports about it."""
+        missing = accounting.missing
+        out = [
+            f"missing {len(missing)} events ({len(missing & accounting.good)} good, "
+            f"{len(missing & accounting.bad)} malformed); e.g. {sorted(missing)[:3]}"
+        ]
+        figures = {
+            LOADER: ("loader_events_in_total", "loader_good_total", "loader_bad_total",
+                     "loader_failed_inserts_total"),
+            REPEATER: ("repeater_reinserted_total", "repeater_waiting", "repeater_dead_ended_total"),
+            "deadletter": ("deadletter_rows_written_total", "deadletter_buffered"),
+            MUTATOR: ("mutator_types_received_total", "mutator_columns_added_total"),
+        }  # fmt: skip
+        for name, suffixes in figures.items():
+            service = self.services.get(name)
+            if service is None:
+                continue
+            state = "running" if service.alive() else f"exited {service.process.returncode}"
+            said = ", ".join(f"{s} {service.counter(s)}" for s in suffixes)
+            out.append(f"  {name:<10} {state}: {said}; log {service.log}")
+        return out
+
+    def stop(self, *, keep: bool = False) -> dict[str, int]:
+        """Stop the services (SIGTERM) and the stack unless ``keep``; return exit codes."""
+        codes: dict[str, int] = {}
+        if self._reader is not None:
+            self._reader.close()
+        if keep:
+            self._record_kept()
+            return codes
+        for name in _STOP_ORDER:
+            if name in self.services:
+                codes[name] = self.services[name].stop()
+        if self.stack is not None:
+            self.stack.stop()
+        return codes
+
+    def _record_kept(self) -> None:
+        stack = self._stack()
+        stack.save()
+        pids = {name: s.process.pid for name, s in self.services.items()}
+        (self.work_dir / _SERVICES_FILE).write_text(json.dumps(pids, indent=2) + "\n")
+
+    def _stack(self) -> stacks.LocalStack:
+        if self.stack is None:
+            raise RuntimeError("the demo stack is not started")
+        return self.stack
+
+
+def clear_previous(work_dir: Path) -> None:
+    """Stop what a previous ``--keep`` demo left running in ``work_dir`` and empty it."""
+    kept = work_dir / _SERVICES_FILE
+    if kept.is_file():
+        for pid in json.loads(kept.read_text()).values():
+            _stop_if_ours(int(pid))
+    if (work_dir / "stack").is_dir():
+        stacks.down(work_dir / "stack")
+    if work_dir.is_dir():
+        shutil.rmtree(work_dir)
+
+
+def _stop_if_ours(pid: int) -> None:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"plowline-" in command:  # the pid was not reused by someone else's process
+        os.kill(pid, signal.SIGTERM)
