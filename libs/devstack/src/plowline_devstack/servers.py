@@ -88,10 +88,29 @@ def command(
     return base + (["--data-dir", str(data_dir)] if data_dir else [])
 
 
+def environment(name: str, storage_url: str | None) -> dict[str, str] | None:
+    """Return the environment server ``name`` runs with (None: this process's own).
+
+    Notes:
+        The BigQuery server reads ``gs://`` load-job sources from the storage emulator
+        named by ``STORAGE_EMULATOR_HOST`` in its own environment (``FILE_LOADS``); it
+        only downloads at load time, so the storage server need not be up first.
+    """
+    if name != BIGQUERY or not storage_url:
+        return None
+    return {**os.environ, "STORAGE_EMULATOR_HOST": storage_url}
+
+
 def launch(
-    argv: Sequence[str], name: str, ports: Mapping[str, int], log: Path, *, daemon: bool = True
+    argv: Sequence[str],
+    name: str,
+    ports: Mapping[str, int],
+    log: Path,
+    *,
+    daemon: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> ServerProcess:
-    """Start ``argv`` with output going to ``log``.
+    """Start ``argv`` with output going to ``log`` (and ``env``, when given, as its environment).
 
     Notes:
         A daemon gets its own session and outlives its parent (``plowline dev up``); a
@@ -107,6 +126,7 @@ def launch(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=log.parent,
+            env=None if env is None else dict(env),
             preexec_fn=None if daemon else _die_with_parent,
         )
     return ServerProcess(name, process.pid, dict(ports), log, tuple(argv), process)

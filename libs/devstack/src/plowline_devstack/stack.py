@@ -235,7 +235,8 @@ def _launch_missing(
             store.mkdir(parents=True, exist_ok=True)
         argv = servers.command(name, HOST, ports[name], stack.config.project, store)
         log = stack.data_dir / "logs" / f"{name}.log"
-        stack.servers[name] = servers.launch(argv, name, ports[name], log, daemon=daemon)
+        env = servers.environment(name, stack.endpoints.storage_url)
+        stack.servers[name] = servers.launch(argv, name, ports[name], log, daemon=daemon, env=env)
         started.append(stack.servers[name])
     try:
         wait_until_ready(stack, timeout)

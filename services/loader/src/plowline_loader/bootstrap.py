@@ -8,6 +8,13 @@ worker process, on the executor that needs them.
 Notes:
     Clients are neither picklable nor fork-safe: the cache is keyed by the process id, so
     a forked worker builds its own. Nothing here reads the environment: the settings did.
+    ``load.mode`` picks the table's sink (``plowline_cloud.sinks.row_sink_for``); only the
+    clients that mode needs are built (Storage Write for STORAGE_WRITE_API, Cloud Storage
+    for FILE_LOADS). Every sink returns its refused rows, so the routing of failed
+    inserts, bad rows and types is the same in every mode. Exactly-once commits each
+    partition's PENDING stream (ledger first) before the partition acks: a redelivered
+    batch finds its event ids in the ledger and adds no row; copies within one batch
+    are kept to one task and one write (``exactly_once``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
 """
@@ -20,20 +27,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from google.cloud import bigquery
 from plowline_cloud.bigquery import BigQueryRowSink
-from plowline_cloud.clients import bigquery_client, publisher_client
+from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.iglu import registries_from_config
 from plowline_cloud.pubsub import PubSubPublisher
+from plowline_cloud.sinks import SinkClients, row_sink_for
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_cloud.write_api import write_client
 from plowline_core.badrows import Processor
-from plowline_core.config import BigQueryConfig
+from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import ResolverConfig
 from plowline_core.iglu.resolver import Resolver
+from plowline_core.ports import RowSink, TableSchemaStore
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.transform.row import RowBuilder
 
+from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
 from plowline_loader.settings import LoaderSettings
 from plowline_loader.types import TypeTracker
@@ -55,6 +67,18 @@ class WorkerConfig:
     schema_refresh_s: float = 60.0
     max_bad_row_bytes: int = 6_900_000
     insert_batch_rows: int = 500
+    bigquery_grpc_host: str | None = None
+    storage_emulator_host: str | None = None
+    staging_bucket: str | None = None
+    ledger_table: str | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether ``load`` is STORAGE_WRITE_API on the exactly-once stream."""
+        load = self.bigquery.load
+        return (
+            load.mode is LoadKind.STORAGE_WRITE_API and load.stream is WriteStreamKind.EXACTLY_ONCE
+        )
 
     def topic(self, name: str) -> str:
         """Return the full path of a topic named in the config (short names: its project)."""
@@ -106,9 +130,31 @@ def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
         schema_refresh_s=settings.schema_refresh,
         max_bad_row_bytes=settings.max_bad_row_bytes,
         insert_batch_rows=settings.insert_batch_rows,
+        bigquery_grpc_host=settings.bigquery_emulator_grpc_host,
+        storage_emulator_host=settings.storage_emulator_host,
+        staging_bucket=staging_bucket(settings.staging_bucket, bigquery),
+        ledger_table=settings.ledger_table,
     )
     build_resolver(config)
     return config
+
+
+def staging_bucket(value: str | None, bigquery: BigQueryConfig) -> str | None:
+    """Return the FILE_LOADS staging bucket's name (``gs://`` optional).
+
+    Raises:
+        ConfigError: FILE_LOADS without a bucket, or a value that is not a bucket.
+    """
+    if value is None:
+        if bigquery.load.mode is LoadKind.FILE_LOADS:
+            raise ConfigError(
+                "load.mode FILE_LOADS needs --staging-bucket (PLOWLINE_LOADER_STAGING_BUCKET)"
+            )
+        return None
+    name = value.removeprefix("gs://").rstrip("/")
+    if not name or "/" in name:
+        raise ConfigError(f"--staging-bucket: {value!r} must be a bucket name or gs://bucket")
+    return name
 
 
 def build_resolver(config: WorkerConfig) -> Resolver:
@@ -129,7 +175,7 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
     bigquery = config.bigquery
     client = bigquery_client(bigquery.project_id, config.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(client, bigquery.table_ref, config.schema_refresh_s, clock)
-    table = BigQueryRowSink(client, bigquery.table_ref, schema, max_rows=config.insert_batch_rows)
+    table = build_row_sink(config, client, schema)
     publisher = publisher_client(config.pubsub_emulator_host)
     destinations = Destinations(
         schema=schema,
@@ -146,6 +192,32 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),
     )
+
+
+def build_row_sink(
+    config: WorkerConfig, client: bigquery.Client, schema: TableSchemaStore
+) -> RowSink:
+    """Return the table's sink for ``load.mode``, building the extra clients it needs."""
+    bigquery_config = config.bigquery
+    load = bigquery_config.load
+    if load.mode is LoadKind.STREAMING_INSERTS:
+        # Built here rather than by row_sink_for: the request size is a loader setting.
+        return BigQueryRowSink(
+            client, bigquery_config.table_ref, schema, max_rows=config.insert_batch_rows
+        )
+    clients = SinkClients(
+        bigquery=client,
+        write=write_client(config.bigquery_grpc_host)
+        if load.mode is LoadKind.STORAGE_WRITE_API
+        else None,
+        storage=storage_client(bigquery_config.project_id, config.storage_emulator_host)
+        if load.mode is LoadKind.FILE_LOADS
+        else None,
+        staging_bucket=config.staging_bucket,
+        ledger_table=config.ledger_table,
+    )
+    sink = row_sink_for(load, clients, bigquery_config.table_ref, schema)
+    return DistinctRowSink(sink) if config.exactly_once else sink
 
 
 _processors: dict[WorkerConfig, tuple[int, BatchProcessor]] = {}

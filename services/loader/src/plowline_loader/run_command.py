@@ -43,7 +43,15 @@ _FLAGS = {
     "--max-messages": "messages per partition per micro-batch (default 1000)",
     "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
     "--partitions": "Spark partitions (concurrent pull/insert tasks) per micro-batch (default 2)",
-    "--trigger-interval": "seconds between micro-batch starts (default 0: back to back)",
+    "--trigger-interval": (
+        "seconds between micro-batch starts (default: load.frequency for FILE_LOADS, "
+        "else 0: back to back)"
+    ),
+    "--staging-bucket": "FILE_LOADS: bucket (or gs://bucket) where rows are staged for load jobs",
+    "--ledger-table": (
+        "STORAGE_WRITE_API exactly-once: project.dataset.table of the ledger "
+        "(default: <events table>_ledger)"
+    ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
 }
 
@@ -98,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
     ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
     spark = build_spark_session(SparkSettings(master=settings.master, extra_conf=ui))
-    loader = StreamingLoader(spark, config, _stream_settings(settings), readiness, metrics)
+    streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
+    loader = StreamingLoader(spark, config, streams, readiness, metrics)
     code = EXIT_OK
     try:
         query = loader.start()
@@ -115,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _stream_settings(settings: LoaderSettings) -> StreamSettings:
+def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> StreamSettings:
     checkpoint = settings.checkpoint or tempfile.mkdtemp(prefix="plowline-loader-checkpoint-")
     return StreamSettings(
         checkpoint=checkpoint,
@@ -125,7 +134,7 @@ def _stream_settings(settings: LoaderSettings) -> StreamSettings:
         pull_timeout_s=settings.pull_timeout,
         ack_deadline_s=settings.ack_deadline,
         lease_interval_s=settings.lease_interval,
-        trigger_interval_s=settings.trigger_interval,
+        trigger_interval_s=trigger_interval_s,
         backoff_max_s=settings.backoff_max,
     )
 

@@ -4,7 +4,10 @@ Notes:
     Validated once at start (``extra="forbid"``: a misspelt key is an error); a bad value
     becomes a ``ConfigError`` naming the flag and the variable (``describe_errors``).
     The emulator endpoints come from the variables the Google clients know
-    (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``); unset means Google Cloud.
+    (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``, ``STORAGE_EMULATOR_HOST``) and
+    the devstack's ``BIGQUERY_EMULATOR_GRPC_HOST`` (the Storage Write API's gRPC port);
+    unset means Google Cloud. ``trigger_interval`` unset means: ``load.frequency`` seconds
+    in ``FILE_LOADS`` mode (one load job per partition per window), back to back otherwise.
     The Snowplow ``bigquery_config`` and the Iglu resolver config are files named here.
 """
 
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plowline_core.config import LoaderOptions
+from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.schema.entity import ColumnMode
 from pydantic import (
@@ -46,7 +49,7 @@ class LoaderSettings(BaseSettings):
     max_messages: PositiveInt = 1000
     max_bytes: PositiveInt = 16 * 1024 * 1024
     partitions: PositiveInt = 2
-    trigger_interval: NonNegativeFloat = 0.0
+    trigger_interval: NonNegativeFloat | None = None
     grace_period: PositiveFloat = 30.0
     ack_deadline: int = Field(60, ge=10, le=600)
     lease_interval: PositiveFloat = 20.0
@@ -67,6 +70,20 @@ class LoaderSettings(BaseSettings):
     storage_emulator_host: str | None = Field(
         None, validation_alias=AliasChoices("storage_emulator_host", "STORAGE_EMULATOR_HOST")
     )
+    bigquery_emulator_grpc_host: str | None = Field(
+        None,
+        validation_alias=AliasChoices("bigquery_emulator_grpc_host", "BIGQUERY_EMULATOR_GRPC_HOST"),
+    )
+    staging_bucket: str | None = None
+    ledger_table: str | None = None
+
+    def trigger_interval_s(self, load: LoadMode) -> float:
+        """Return the seconds between micro-batch starts for ``load`` (see the module notes)."""
+        if self.trigger_interval is not None:
+            return self.trigger_interval
+        if load.mode is LoadKind.FILE_LOADS and load.frequency:
+            return float(load.frequency)
+        return 0.0
 
     def options(self) -> LoaderOptions:
         """Return the core option object (validated there too)."""

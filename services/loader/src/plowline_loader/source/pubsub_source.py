@@ -166,12 +166,15 @@ class PubSubPartition(InputPartition):
 
 def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline."""
+    subscription = Subscription(partition.subscription, partition.emulator_host)
     if partition.prefetched:
+        # The driver's probe was leased when planned; planning a cold batch can outlast
+        # a short ack deadline, so extend it on receipt like every pulled message.
+        subscription.modack([m.ack_id for m in partition.prefetched], partition.ack_deadline_s)
         yield list(partition.prefetched)
     count = len(partition.prefetched)
     size = sum(message.size for message in partition.prefetched)
     timeout_s = partition.pull_timeout_s
-    subscription = Subscription(partition.subscription, partition.emulator_host)
     while count < partition.max_messages and size < partition.max_bytes:
         pulled = subscription.pull(min(partition.max_messages - count, MAX_PULL), timeout_s)
         if not pulled:
