@@ -252,10 +252,18 @@ ROOT = Path(tempfile.mkdtemp(prefix="plowline-bench-loader-"))
 
 def main() -> None:
     """Run the four measurements and print a table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--rate", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--events", type=int, default=20_000, help="backlog drained for throughput (20000)"
+    )
+    parser.add_argument(
+        "--rate", type=int, default=1000, help="offered events/s for the latency phase (1000)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=20.0, help="length of the latency phase (20)"
+    )
     args = parser.parse_args()
     stack = start_stack(ROOT / "stack", StackConfig())
     STACK_PIDS.update(server.pid for server in stack.servers.values())

@@ -58,7 +58,7 @@ def _percentile(values: list[float], fraction: float) -> float:
 def main() -> None:
     """Run the benchmark and print the latency figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--types", type=int, default=100)
+    parser.add_argument("--types", type=int, default=100, help="new types published (100)")
     parser.add_argument("--poll", type=float, default=0.02, help="tables.get poll interval (s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -99,10 +99,10 @@ def _run(
 def main() -> None:
     """Start the emulator and Spark, warm up, then print messages/s (median of runs)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per run")
+    parser.add_argument("--size", type=int, default=1024, help="bytes per message")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs; median shown")
+    parser.add_argument("--partitions", type=int, default=2, help="Spark partitions per batch")
     args = parser.parse_args()
 
     port = _free_port()

@@ -322,11 +322,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=5_000, help="events per mode (both parts)")
     parser.add_argument("--batch", type=int, default=2_500, help="rows per sink insert() call")
-    parser.add_argument("--latency-events", type=int, default=1_000)
+    parser.add_argument(
+        "--latency-events", type=int, default=1_000, help="events per mode, latency phase"
+    )
     parser.add_argument("--rate", type=float, default=250.0, help="latency phase events/s")
     parser.add_argument("--poll", type=float, default=0.2, help="seconds between table polls")
     parser.add_argument("--max-messages", type=int, default=1_000, help="per partition per batch")
-    parser.add_argument("--file-loads-window", type=float, default=5.0)
+    parser.add_argument(
+        "--file-loads-window",
+        type=float,
+        default=5.0,
+        help="seconds per FILE_LOADS micro-batch (frequency) in the loader part",
+    )
     parser.add_argument("--skip-loader", action="store_true", help="sink figures only")
     args = parser.parse_args()
     lines = make_lines(args.events)
