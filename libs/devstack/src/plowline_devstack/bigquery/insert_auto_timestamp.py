@@ -12,11 +12,10 @@ validated and stored.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
-from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
+from plowline_devstack.bigquery.interception import Correction, Exchange, Reply, dumps
 
 _INSERT_ALL = "/bigquery/v2/projects/{project}/datasets/{dataset}/tables/{table}/insertAll"
 _AUTO = "AUTO"
@@ -41,7 +40,7 @@ async def fill_auto_timestamps(exchange: Exchange) -> Reply:
             if values[name] == _AUTO:
                 values[name] = now
                 changed = True
-    return await exchange.forward(json.dumps(body).encode() if changed else exchange.body)
+    return await exchange.forward(dumps(body) if changed else exchange.body)
 
 
 INSERT_AUTO_TIMESTAMP = Correction(

@@ -20,10 +20,9 @@ REQUIRED field, and answers a wrong-typed value with HTTP 500 for the whole requ
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
+from plowline_devstack.bigquery.interception import Correction, Exchange, Reply, dumps
 from plowline_devstack.bigquery.row_checks import RowProblem, check_row
 
 _INSERT_ALL = "/bigquery/v2/projects/{project}/datasets/{dataset}/tables/{table}/insertAll"
@@ -42,10 +41,11 @@ async def reject_invalid_rows(exchange: Exchange) -> Reply:
         return await exchange.forward(exchange.body)
     fields = table.schema_.fields
     ignore_unknown = bool(body.get("ignoreUnknownValues", False))
+    cache: dict[int, Any] = {}  # the schema's name indexes, built once for the request
     problems = {
         i: p
         for i, row in enumerate(rows)
-        if (p := _problem(fields, row, ignore_unknown)) is not None
+        if (p := _problem(fields, row, ignore_unknown, cache)) is not None
     }
     if not problems:
         return await exchange.forward(exchange.body)
@@ -56,11 +56,13 @@ async def reject_invalid_rows(exchange: Exchange) -> Reply:
     return await _insert_valid_rows(exchange, body, problems)
 
 
-def _problem(fields: Any, row: Any, ignore_unknown: bool) -> RowProblem | None:
+def _problem(
+    fields: Any, row: Any, ignore_unknown: bool, cache: dict[int, Any]
+) -> RowProblem | None:
     values = row.get("json") if isinstance(row, dict) else None
     if not isinstance(values, dict):
         return RowProblem("", "Row has no json object.")
-    return check_row(fields, values, ignore_unknown=ignore_unknown)
+    return check_row(fields, values, ignore_unknown=ignore_unknown, cache=cache)
 
 
 def _stopped_errors(count: int, problems: dict[int, RowProblem]) -> list[dict[str, Any]]:
@@ -80,9 +82,7 @@ async def _insert_valid_rows(
         {"index": i, "errors": [p.to_api()]} for i, p in problems.items()
     ]
     if kept:
-        reply = await exchange.forward(
-            json.dumps({**body, "rows": [body["rows"][i] for i in kept]}).encode()
-        )
+        reply = await exchange.forward(dumps({**body, "rows": [body["rows"][i] for i in kept]}))
         if reply.status != 200:
             return reply
         for error in reply.json().get("insertErrors") or []:

@@ -21,11 +21,29 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def loads(data: bytes) -> Any:
+    """Decode JSON fast (orjson); fall back to the stdlib for integers beyond 64 bits."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def dumps(value: Any) -> bytes:
+    """Encode JSON fast (orjson); fall back to the stdlib for integers beyond 64 bits."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +56,12 @@ class Reply:
 
     def json(self) -> Any:
         """Decode the body as JSON."""
-        return json.loads(self.body or b"null")
+        return loads(self.body or b"null")
 
     @classmethod
     def of_json(cls, status: int, payload: Any) -> Reply:
         """Build a JSON reply."""
-        return cls(status, json.dumps(payload).encode())
+        return cls(status, dumps(payload))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +77,7 @@ class Exchange:
 
     def json(self) -> Any:
         """Decode the request body as JSON (``{}`` when empty)."""
-        return json.loads(self.body) if self.body else {}
+        return loads(self.body) if self.body else {}
 
 
 Handler = Callable[[Exchange], Awaitable[Reply]]

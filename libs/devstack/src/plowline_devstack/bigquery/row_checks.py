@@ -64,38 +64,75 @@ _USER_NAMES = {"INTEGER": "integer", "FLOAT": "double", "BOOLEAN": "boolean", "N
 
 
 def check_row(
-    fields: Sequence[SchemaField], values: Mapping[str, Any], *, ignore_unknown: bool = False
+    fields: Sequence[SchemaField],
+    values: Mapping[str, Any],
+    *,
+    ignore_unknown: bool = False,
+    cache: dict[int, _Index] | None = None,
 ) -> RowProblem | None:
-    """Return why BigQuery would reject ``values`` for a table of ``fields``, or None."""
-    return _check_record(fields, values, "", ignore_unknown)
+    """Return why BigQuery would reject ``values`` for a table of ``fields``, or None.
+
+    Notes:
+        ``cache`` (one dict per request) keeps each record's name index, so checking many
+        rows against one schema visits only the keys each row has, plus the REQUIRED fields.
+    """
+    return _check_record(fields, values, "", ignore_unknown, {} if cache is None else cache)
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """A record's fields by lower-cased name (BigQuery names are case-insensitive)."""
+
+    fields: Sequence[SchemaField]
+    by_lower: dict[str, tuple[int, SchemaField]]
+    required: frozenset[int]
+
+    @classmethod
+    def of(cls, fields: Sequence[SchemaField]) -> _Index:
+        """Index ``fields``; the first of two names that differ only in case wins."""
+        by_lower: dict[str, tuple[int, SchemaField]] = {}
+        for position, field in enumerate(fields):
+            by_lower.setdefault(field.name.lower(), (position, field))
+        required = frozenset(
+            i for i, f in enumerate(fields) if (f.mode or "NULLABLE").upper() == "REQUIRED"
+        )
+        return cls(fields, by_lower, required)
 
 
 def _check_record(
-    fields: Sequence[SchemaField], values: Mapping[str, Any], prefix: str, ignore_unknown: bool
+    fields: Sequence[SchemaField],
+    values: Mapping[str, Any],
+    prefix: str,
+    ignore_unknown: bool,
+    cache: dict[int, _Index],
 ) -> RowProblem | None:
-    by_name = {f.name.lower(): f for f in fields}
-    if not ignore_unknown:
-        for key in values:
-            if key.lower() not in by_name:
-                return RowProblem(prefix + key, f"no such field: {prefix}{key}.")
-    for schema_field in fields:
-        value = _lookup(values, schema_field.name)
-        problem = _check_field(schema_field, value, prefix + schema_field.name, ignore_unknown)
+    index = cache.get(id(fields))
+    if index is None:
+        index = cache[id(fields)] = _Index.of(fields)
+    found: dict[int, Any] = {}
+    for key, value in values.items():
+        hit = index.by_lower.get(key.lower()) if isinstance(key, str) else None
+        if hit is None:
+            if not ignore_unknown:
+                return RowProblem(prefix + str(key), f"no such field: {prefix}{key}.")
+            continue
+        position, field = hit
+        if position in found and key != field.name:
+            continue  # a key spelt exactly like the field wins over another casing
+        found[position] = value
+    # The first problem in schema order, as BigQuery reports it.
+    for position in sorted(found.keys() | index.required):
+        field = index.fields[position]
+        problem = _check_field(
+            field, found.get(position), prefix + field.name, ignore_unknown, cache
+        )
         if problem:
             return problem
     return None
 
 
-def _lookup(values: Mapping[str, Any], name: str) -> Any:
-    """Find a field's value; BigQuery field names are case-insensitive."""
-    if name in values:
-        return values[name]
-    lowered = name.lower()
-    return next((v for k, v in values.items() if k.lower() == lowered), None)
-
-
 def _check_field(
-    field: SchemaField, value: Any, location: str, ignore_unknown: bool
+    field: SchemaField, value: Any, location: str, ignore_unknown: bool, cache: dict[int, _Index]
 ) -> RowProblem | None:
     mode = (field.mode or "NULLABLE").upper()
     if value is None:
@@ -114,23 +151,23 @@ def _check_field(
                 return RowProblem(
                     location, f"Field {location}: NULL values are not allowed in an array."
                 )
-            problem = _check_value(field, item, location, ignore_unknown)
+            problem = _check_value(field, item, location, ignore_unknown, cache)
             if problem:
                 return problem
         return None
     if isinstance(value, list):
         return RowProblem(location, f"Array specified for non-repeated field: {location}.")
-    return _check_value(field, value, location, ignore_unknown)
+    return _check_value(field, value, location, ignore_unknown, cache)
 
 
 def _check_value(
-    field: SchemaField, value: Any, location: str, ignore_unknown: bool
+    field: SchemaField, value: Any, location: str, ignore_unknown: bool, cache: dict[int, _Index]
 ) -> RowProblem | None:
     kind = _ALIASES.get(field.type.upper(), field.type.upper())
     if kind == "RECORD":
         if not isinstance(value, dict):
             return RowProblem(location, f"This field: {location} is not a record.")
-        return _check_record(field.fields, value, location + ".", ignore_unknown)
+        return _check_record(field.fields, value, location + ".", ignore_unknown, cache)
     accepts = _ACCEPTS.get(kind)
     if accepts is None or accepts(value):
         return None
