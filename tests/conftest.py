@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Timing is a benchmark's business: on a shared 2-core machine a slow example is not a bug,
+# so property tests have no per-example deadline and no "too slow" health check.
+settings.register_profile("plowline", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("plowline")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

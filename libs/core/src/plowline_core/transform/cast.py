@@ -21,6 +21,8 @@ Notes:
     Pure. A RECORD looks a JSON key up by its raw name first, then by its normalised
     name (so sub-fields may carry raw or normalised names). When two keys land on one
     sub-field (``XYZ`` and ``xyz``) the first value that casts cleanly wins, as in v2.
+    Speed: each RECORD caster is also compiled to straight-line code (``exec``, as
+    dataclasses does) for objects keyed by raw names only; anything else takes the walk.
 """
 
 from __future__ import annotations
@@ -195,7 +197,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
         del errors[mark:]
         return by_key(value, errors)
 
-    return record
+    return _specialised(subs, names, direct, as_is, record) or record
 
 
 def _by_key(
@@ -314,6 +316,85 @@ def _plain_types(field: Field, mode: ColumnMode) -> frozenset[type]:
     if field.type in _NUMERIC:
         return kinds | {int, float}
     return kinds
+
+
+def _specialised(
+    subs: tuple[Field, ...],
+    names: tuple[str, ...],
+    direct: tuple[Caster, ...],
+    as_is: tuple[frozenset[type], ...],
+    general: Caster,
+) -> Caster | None:
+    """Return a RECORD caster compiled to straight-line code for the common case, or None.
+
+    Notes:
+        The generated function handles an object whose keys are all raw sub-field names,
+        with every REQUIRED key present and every cast clean, exactly as the general walk
+        does (same calls, same values); anything else, or any error, goes to ``general``
+        (errors appended meanwhile are removed first). Raw names must be distinct strings.
+    """
+    raw_names = tuple(sub.name for sub in subs)
+    if len(set(raw_names)) != len(raw_names) or not all(type(n) is str for n in raw_names):
+        return None
+    namespace: dict[str, Any] = {
+        "_general": general,
+        "_M": _MISSING,
+        "_RAW": frozenset(raw_names),
+        "_dict": dict,
+        "_type": type,
+        "_len": len,
+    }
+    body: list[str] = []
+    for index, sub in enumerate(subs):
+        namespace[f"_c{index}"] = direct[index]
+        item = f"v{index}"
+        body.append(f"    {item} = get({raw_names[index]!r}, _M)")
+        if sub.mode is Mode.REQUIRED:
+            body.append(f"    if {item} is _M:")
+            body.append("        del errors[mark:]")
+            body.append("        return _general(value, errors)")
+            body.append(f"    {_kept_test(item, sub, as_is[index], namespace)}")
+        else:
+            body.append(f"    if {item} is _M: {item} = None")
+            body.append(f"    el{_kept_test(item, sub, as_is[index], namespace)}")
+        body.append(f"        {item} = _c{index}({item}, errors)")
+    pairs = ", ".join(f"{name!r}: v{index}" for index, name in enumerate(names))
+    source = "\n".join(
+        [
+            "def record(value, errors):",
+            "    if _type(value) is not _dict or not value.keys() <= _RAW:",
+            "        return _general(value, errors)",
+            "    get = value.get",
+            "    mark = _len(errors)",
+            *body,
+            "    if _len(errors) != mark:",
+            "        del errors[mark:]",
+            "        return _general(value, errors)",
+            f"    return {{{pairs}}}",
+        ]
+    )
+    exec(source, namespace)  # source built from repr()-quoted names only
+    compiled: Caster = namespace["record"]
+    return compiled
+
+
+def _kept_test(item: str, sub: Field, kept: frozenset[type], namespace: dict[str, Any]) -> str:
+    """Return the ``if`` line that is true when ``item`` must go through its caster."""
+    tests: list[str] = []
+    for kind in sorted(kept, key=lambda k: k.__name__):
+        if kind is type(None):
+            tests.append(f"{item} is None")
+        else:
+            namespace[f"_{kind.__name__}"] = kind
+            tests.append(f"_type({item}) is _{kind.__name__}")
+    if sub.mode is not Mode.REPEATED and sub.type in _NUMERIC:
+        # Numbers stored as they are: ints within int64 and, for FLOAT/NUMERIC, finite floats.
+        namespace["_int"], namespace["_MAX"] = int, INT64_MAX
+        tests.append(f"(_type({item}) is _int and -_MAX <= {item} <= _MAX)")
+        if sub.type is not FieldType.INTEGER:
+            namespace["_float"] = float
+            tests.append(f"(_type({item}) is _float and {item} - {item} == 0)")
+    return f"if not ({' or '.join(tests)}):" if tests else "if True:"
 
 
 class _Missing:
