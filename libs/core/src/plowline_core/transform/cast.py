@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.schema.names import normalize_field_name
+from plowline_core.transform.codegen import MISSING, specialised_record
 from plowline_core.transform.problems import (
     Caster,
     CastError,
@@ -41,7 +42,12 @@ from plowline_core.transform.problems import (
     NotAnArray,
     WrongType,
 )
-from plowline_core.transform.scalar import INT64_MAX, SCALAR_CASTERS, compact_json
+from plowline_core.transform.scalar import (
+    INT64_MAX,
+    NUMERIC_TYPES,
+    SCALAR_CASTERS,
+    compact_json,
+)
 
 __all__ = [
     "CastError",
@@ -156,7 +162,9 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
     by_key = _by_key(raw_names, names, casters, direct, as_is, missing)
     plain_types = tuple(_plain_types(sub, mode) for sub in subs)
     numeric_at = tuple(
-        i for i, sub in enumerate(subs) if sub.type in _NUMERIC and sub.mode is not Mode.REPEATED
+        i
+        for i, sub in enumerate(subs)
+        if sub.type in NUMERIC_TYPES and sub.mode is not Mode.REPEATED
     )
 
     def record(value: Any, errors: list[CastError]) -> Any:
@@ -183,8 +191,8 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
         out: dict[str, Any] = {}
         found = 0
         for index, (name, raw, caster, plain, strict) in enumerate(specs):
-            item = get(raw, _MISSING)
-            if item is _MISSING:
+            item = get(raw, MISSING)
+            if item is MISSING:
                 if strict:
                     out[name] = missing(index, value, errors)
                 else:
@@ -197,7 +205,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
         del errors[mark:]
         return by_key(value, errors)
 
-    return _specialised(subs, names, direct, as_is, record) or record
+    return specialised_record(subs, names, direct, as_is, record) or record
 
 
 def _by_key(
@@ -222,7 +230,7 @@ def _by_key(
         return index
 
     def record(value: dict[str, Any], errors: list[CastError]) -> Any:
-        values: list[Any] = [_MISSING] * width
+        values: list[Any] = [MISSING] * width
         clashes: dict[int, list[tuple[str, Any]]] | None = None
         for key, item in value.items():
             index = slot_of.get(key)
@@ -230,14 +238,14 @@ def _by_key(
                 index = slot(key)
             if index < 0:
                 continue
-            if values[index] is _MISSING:
+            if values[index] is MISSING:
                 values[index] = item
             else:
                 clashes = _note_clash(clashes, index, key, item, value, raw_names[index])
         out: dict[str, Any] = {}
         for index in range(width):
             item = values[index]
-            if item is _MISSING:
+            if item is MISSING:
                 out[names[index]] = missing(index, value, errors)
             elif clashes is not None and index in clashes:
                 out[names[index]] = _first_clean(casters[index], clashes[index], errors)
@@ -302,7 +310,6 @@ def _as_is_types(field: Field, mode: ColumnMode) -> frozenset[type]:
     return frozenset(kinds)
 
 
-_NUMERIC = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
 _contains = frozenset.__contains__
 
 
@@ -313,92 +320,6 @@ def _plain_types(field: Field, mode: ColumnMode) -> frozenset[type]:
         return kinds
     if field.type is FieldType.INTEGER:
         return kinds | {int}
-    if field.type in _NUMERIC:
+    if field.type in NUMERIC_TYPES:
         return kinds | {int, float}
     return kinds
-
-
-def _specialised(
-    subs: tuple[Field, ...],
-    names: tuple[str, ...],
-    direct: tuple[Caster, ...],
-    as_is: tuple[frozenset[type], ...],
-    general: Caster,
-) -> Caster | None:
-    """Return a RECORD caster compiled to straight-line code for the common case, or None.
-
-    Notes:
-        The generated function handles an object whose keys are all raw sub-field names,
-        with every REQUIRED key present and every cast clean, exactly as the general walk
-        does (same calls, same values); anything else, or any error, goes to ``general``
-        (errors appended meanwhile are removed first). Raw names must be distinct strings.
-    """
-    raw_names = tuple(sub.name for sub in subs)
-    if len(set(raw_names)) != len(raw_names) or not all(type(n) is str for n in raw_names):
-        return None
-    namespace: dict[str, Any] = {
-        "_general": general,
-        "_M": _MISSING,
-        "_RAW": frozenset(raw_names),
-        "_dict": dict,
-        "_type": type,
-        "_len": len,
-    }
-    body: list[str] = []
-    for index, sub in enumerate(subs):
-        namespace[f"_c{index}"] = direct[index]
-        item = f"v{index}"
-        body.append(f"    {item} = get({raw_names[index]!r}, _M)")
-        if sub.mode is Mode.REQUIRED:
-            body.append(f"    if {item} is _M:")
-            body.append("        del errors[mark:]")
-            body.append("        return _general(value, errors)")
-            body.append(f"    {_kept_test(item, sub, as_is[index], namespace)}")
-        else:
-            body.append(f"    if {item} is _M: {item} = None")
-            body.append(f"    el{_kept_test(item, sub, as_is[index], namespace)}")
-        body.append(f"        {item} = _c{index}({item}, errors)")
-    pairs = ", ".join(f"{name!r}: v{index}" for index, name in enumerate(names))
-    source = "\n".join(
-        [
-            "def record(value, errors):",
-            "    if _type(value) is not _dict or not value.keys() <= _RAW:",
-            "        return _general(value, errors)",
-            "    get = value.get",
-            "    mark = _len(errors)",
-            *body,
-            "    if _len(errors) != mark:",
-            "        del errors[mark:]",
-            "        return _general(value, errors)",
-            f"    return {{{pairs}}}",
-        ]
-    )
-    exec(source, namespace)  # source built from repr()-quoted names only
-    compiled: Caster = namespace["record"]
-    return compiled
-
-
-def _kept_test(item: str, sub: Field, kept: frozenset[type], namespace: dict[str, Any]) -> str:
-    """Return the ``if`` line that is true when ``item`` must go through its caster."""
-    tests: list[str] = []
-    for kind in sorted(kept, key=lambda k: k.__name__):
-        if kind is type(None):
-            tests.append(f"{item} is None")
-        else:
-            namespace[f"_{kind.__name__}"] = kind
-            tests.append(f"_type({item}) is _{kind.__name__}")
-    if sub.mode is not Mode.REPEATED and sub.type in _NUMERIC:
-        # Numbers stored as they are: ints within int64 and, for FLOAT/NUMERIC, finite floats.
-        namespace["_int"], namespace["_MAX"] = int, INT64_MAX
-        tests.append(f"(_type({item}) is _int and -_MAX <= {item} <= _MAX)")
-        if sub.type is not FieldType.INTEGER:
-            namespace["_float"] = float
-            tests.append(f"(_type({item}) is _float and {item} - {item} == 0)")
-    return f"if not ({' or '.join(tests)}):" if tests else "if True:"
-
-
-class _Missing:
-    """Marks a sub-field whose key is absent from the object."""
-
-
-_MISSING: Any = _Missing()

@@ -18,6 +18,8 @@ from plowline_core.transform.problems import Caster, CastError, WrongType
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+NUMERIC_TYPES = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
+"""Column types whose JSON value is a number."""
 
 
 def compact_json(value: Any) -> str:
