@@ -1,11 +1,12 @@
 """Each Storage Write API correction: the defect shows with it disabled, and is gone with it on.
 
 Every scenario runs against the stack's bqemulator (all corrections) and a second one
-started with ``--disable-correction`` for the four Write API corrections.
+started with ``--disable-correction`` for every Write API correction.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,11 +21,37 @@ from plowline_cloud.write_api import write_client
 from plowline_cloud.write_api_proto import RowEncoder
 from plowline_core.schema.field import Field
 from plowline_devstack import servers
-from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
+from plowline_devstack.bigquery.write_streams import WRITE_API_CONNECTION, WRITE_API_CORRECTIONS
 from plowline_devstack.endpoints import Endpoints
 
 RETRY = DEFAULT_RETRY.with_deadline(20)
 Pair = tuple[bigquery.Client, BigQueryWriteClient]
+
+
+def _emulator_without(
+    names: list[str], cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
+    for name in names:
+        argv += ["--disable-correction", name]
+    server = servers.launch(argv, servers.BIGQUERY, ports, tmp_path_factory.mktemp("w") / "bq.log")
+    bq = bigquery_client(cloud_endpoints.project, f"http://127.0.0.1:{ports['port']}")
+    try:
+        for _ in range(300):
+            try:
+                bq.create_dataset(
+                    "snowplow",
+                    exists_ok=True,
+                    retry=None,  # type: ignore[arg-type]  # the loop retries
+                    timeout=1,
+                )
+                break
+            except Exception:
+                time.sleep(0.1)
+        yield bq, write_client(f"127.0.0.1:{ports['grpc_port']}")
+    finally:
+        servers.stop(server)
 
 
 @pytest.fixture(scope="module")
@@ -32,22 +59,16 @@ def uncorrected(
     cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Pair]:
     """Clients of a bqemulator with the Write API corrections disabled."""
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
-    for correction in WRITE_API_CORRECTIONS:
-        argv += ["--disable-correction", correction.name]
-    server = servers.launch(argv, servers.BIGQUERY, ports, tmp_path_factory.mktemp("w") / "bq.log")
-    bq = bigquery_client(cloud_endpoints.project, f"http://127.0.0.1:{ports['port']}")
-    try:
-        for _ in range(300):
-            try:
-                bq.create_dataset("snowplow", exists_ok=True, retry=None, timeout=1)
-                break
-            except Exception:
-                time.sleep(0.1)
-        yield bq, write_client(f"127.0.0.1:{ports['grpc_port']}")
-    finally:
-        servers.stop(server)
+    names = [correction.name for correction in WRITE_API_CORRECTIONS]
+    yield from _emulator_without(names, cloud_endpoints, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def shared_connection(
+    cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    """Clients of a bqemulator without ``write-api-connection`` (the other corrections on)."""
+    yield from _emulator_without([WRITE_API_CONNECTION.name], cloud_endpoints, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +195,55 @@ def test_batch_commit_parent(which: str, expected: str, request: pytest.FixtureR
     _append(writes, stream, table, [[{"id": "1"}]])
     writes.finalize_write_stream(name=stream)
     assert expected == _commit(writes, _path(other), stream)
+
+
+WIDE = [*FLAT, *(bigquery.SchemaField(f"c{n}", "STRING") for n in range(120))]
+
+
+def _wide_row(row_id: str) -> dict[str, object]:
+    return {"id": row_id, **{f"c{n}": f"{row_id}-{'x' * 40}" for n in range(120)}}
+
+
+def _query_outcomes(bq: bigquery.Client, table: bigquery.Table, done: threading.Event) -> set[str]:
+    """Query ``table`` until ``done`` or a first failure; return the distinct outcomes."""
+    sql = f"SELECT id FROM `{table.project}.{table.dataset_id}.{table.table_id}`"
+    outcomes: set[str] = set()
+    while not done.is_set():
+        try:
+            job = bq.query(sql, retry=RETRY, job_retry=None, timeout=10)
+            list(job.result(retry=RETRY, timeout=10))
+            outcomes.add("ok")
+        except Exception:  # an error reply or a timeout (a stalled emulator): both fail
+            outcomes.add("failed")
+            break
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    ("which", "expected"), [("shared_connection", {"ok", "failed"}), ("corrected", {"ok"})]
+)
+def test_write_api_connection(
+    which: str, expected: set[str], request: pytest.FixtureRequest
+) -> None:
+    """write-api-connection: queries during appends succeed (shipped: they fail or stall)."""
+    bq, writes = request.getfixturevalue(which)
+    table = _table(bq, WIDE)
+    done = threading.Event()
+    batches = [[_wide_row(f"{n}-{i}") for i in range(100)] for n in range(40)]
+
+    def append() -> None:
+        _append(writes, f"{_path(table)}/streams/_default", table, batches)
+
+    def append_twice() -> None:  # two connections at once, like Spark's two partitions
+        writers = [threading.Thread(target=append) for _ in range(2)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        done.set()
+
+    appender = threading.Thread(target=append_twice)
+    appender.start()
+    outcomes = _query_outcomes(bq, table, done)
+    appender.join(60)
+    assert expected == outcomes

@@ -21,14 +21,26 @@ compose in any order and any of them can be left out.
   table it names; the emulator ignores ``parent`` and commits streams of any table. The
   corrected emulator refuses with ``INVALID_ARGUMENT`` (real BigQuery refuses too; the
   exact wording of its message is not reproduced).
+* ``write-api-connection``: real BigQuery serves queries, tables.get and Write API
+  appends on one table concurrently. The emulator runs every append (INSERT from a
+  registered Arrow table, then a snapshot ``CREATE TABLE … AS SELECT``) on a gRPC worker
+  thread through the same ``DuckDBPyConnection`` the REST event loop queries with, guarded
+  only by a lock the REST side never takes. A DuckDB connection is not thread-safe: a
+  query polled while appends run fails with ``Attempting to execute an unsuccessful or
+  closed pending query result`` (its pending result closed by the other thread), and the
+  interleaving can stall the event loop so every REST call (tables.get) times out. The
+  corrected emulator runs each append thread's SQL on its own cursor of the database
+  (DuckDB's one-connection-per-thread rule); appends stay serialised by the servicer lock.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import bqemulator.grpc_api.write_servicer as servicer
 import grpc
+from bqemulator.storage.engine import DuckDBEngine
 
 from plowline_devstack.bigquery.interception import Correction
 
@@ -139,6 +151,36 @@ def install_commit_parent() -> None:
     _Handler._handle_batch_commit_write_streams = batch_commit  # type: ignore[method-assign]  # the seam
 
 
+_thread_connection = threading.local()
+"""This thread's DuckDB cursor while it runs an append (``cursor``), else unset."""
+
+
+def install_own_connection() -> None:
+    """Run each append's SQL on a cursor owned by the appending thread."""
+    shipped_flush = _Handler._flush_to_target
+    shipped_connection = DuckDBEngine.connection
+
+    def connection(self: DuckDBEngine) -> Any:
+        own = getattr(_thread_connection, "cursor", None)
+        return shipped_connection.fget(self) if own is None else own  # type: ignore[attr-defined]  # a property
+
+    def flush_to_target(self: Any, stream: Any, rows: Any) -> None:
+        cursors: dict[int, Any] = getattr(_thread_connection, "cursors", {})
+        _thread_connection.cursors = cursors
+        engine = self._ctx.engine
+        cursor = cursors.get(id(engine))
+        if cursor is None:  # one per thread and engine: a cursor is a connection of its own
+            cursor = cursors[id(engine)] = shipped_connection.fget(engine).cursor()  # type: ignore[attr-defined]  # a property
+        _thread_connection.cursor = cursor
+        try:
+            shipped_flush(self, stream, rows)
+        finally:
+            _thread_connection.cursor = None
+
+    DuckDBEngine.connection = property(connection)  # type: ignore[method-assign,assignment]  # the seam
+    _Handler._flush_to_target = flush_to_target  # type: ignore[method-assign]  # the seam
+
+
 WRITE_API_RECORDS = Correction(
     name="write-api-records",
     summary="Storage Write API appends to tables with RECORD columns",
@@ -159,9 +201,15 @@ BATCH_COMMIT_PARENT = Correction(
     summary="BatchCommitWriteStreams commits only streams of its parent table",
     patch=install_commit_parent,
 )
+WRITE_API_CONNECTION = Correction(
+    name="write-api-connection",
+    summary="Write API appends use their own DuckDB cursor, not the REST event loop's connection",
+    patch=install_own_connection,
+)
 WRITE_API_CORRECTIONS = (
     WRITE_API_RECORDS,
     WRITE_STREAM_CONTINUATION,
     WRITE_SCHEMA_REFRESH,
     BATCH_COMMIT_PARENT,
+    WRITE_API_CONNECTION,
 )
