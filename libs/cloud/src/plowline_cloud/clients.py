@@ -5,17 +5,20 @@ Notes:
     it was configured with, or ``None`` to talk to Google with default credentials.
     Pointed at a local endpoint, clients use ``AnonymousCredentials`` (and, for Pub/Sub,
     an insecure gRPC channel), as the local stand-ins expect (see LOCAL_STACK.md).
+    Each client's package is imported by the function that builds it, so importing this
+    module costs nothing and a process loads only the clients it builds.
 """
 
 from __future__ import annotations
 
-import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
-import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
-import grpc
+from typing import TYPE_CHECKING
+
 from google.auth.credentials import AnonymousCredentials, Credentials
-from google.cloud import bigquery
-from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
-from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
+
+if TYPE_CHECKING:
+    import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
+    import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
+    from google.cloud import bigquery
 
 # Messages up to Pub/Sub's 10 MB limit plus framing must pass on an insecure channel.
 _GRPC_OPTIONS = [
@@ -39,6 +42,10 @@ def publisher_client(
     batch_settings: pubsub_v1.types.BatchSettings | None = None,
 ) -> pubsub_v1.PublisherClient:
     """Return a PublisherClient for Google (default credentials) or an emulator at ``host:port``."""
+    import google.cloud.pubsub_v1 as pubsub_v1
+    import grpc
+    from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
+
     settings = batch_settings or pubsub_v1.types.BatchSettings()
     if emulator_host:
         channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
@@ -52,6 +59,10 @@ def subscriber_client(
     emulator_host: str | None = None, *, credentials: Credentials | None = None
 ) -> pubsub_v1.SubscriberClient:
     """Return a SubscriberClient for Google (default credentials) or an emulator at ``host:port``."""
+    import google.cloud.pubsub_v1 as pubsub_v1
+    import grpc
+    from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
+
     if emulator_host:
         channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
         return pubsub_v1.SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
@@ -66,6 +77,8 @@ def bigquery_client(
     location: str | None = None,
 ) -> bigquery.Client:
     """Return a BigQuery client; ``api_endpoint`` (``http://127.0.0.1:9050``) selects an emulator."""
+    from google.cloud import bigquery
+
     if api_endpoint:
         return bigquery.Client(
             project=project,
@@ -83,6 +96,8 @@ def storage_client(
     credentials: Credentials | None = None,
 ) -> storage.Client:
     """Return a Cloud Storage client; ``api_endpoint`` (``http://127.0.0.1:P``) selects an emulator."""
+    import google.cloud.storage as storage
+
     if api_endpoint:
         return storage.Client(
             project=project or "plowline-local",

@@ -17,6 +17,8 @@ Notes:
     are kept to one task and one write (``exactly_once``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
+    Memory (issue 4): the Google client modules are imported when a processor is built,
+    not with this module, so the driver and the source's reader processes never load them.
 """
 
 from __future__ import annotations
@@ -25,17 +27,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from google.cloud import bigquery
-from plowline_cloud.bigquery import BigQueryRowSink
-from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.iglu import registries_from_config
-from plowline_cloud.pubsub import PubSubPublisher
-from plowline_cloud.sinks import SinkClients, row_sink_for
-from plowline_cloud.table_schema import BigQueryTableSchemaStore
-from plowline_cloud.write_api import write_client
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
@@ -49,6 +45,9 @@ from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
 from plowline_loader.settings import LoaderSettings
 from plowline_loader.types import TypeTracker
+
+if TYPE_CHECKING:
+    from google.cloud import bigquery
 
 ARTIFACT = "plowline-loader"
 
@@ -171,6 +170,10 @@ def build_resolver(config: WorkerConfig) -> Resolver:
 
 def build_processor(config: WorkerConfig) -> BatchProcessor:
     """Build the clients, the adapters and the BatchProcessor of ``config``."""
+    from plowline_cloud.clients import bigquery_client, publisher_client
+    from plowline_cloud.pubsub import PubSubPublisher
+    from plowline_cloud.table_schema import BigQueryTableSchemaStore
+
     clock = SystemClock()
     bigquery = config.bigquery
     client = bigquery_client(bigquery.project_id, config.bigquery_emulator_host)
@@ -198,6 +201,11 @@ def build_row_sink(
     config: WorkerConfig, client: bigquery.Client, schema: TableSchemaStore
 ) -> RowSink:
     """Return the table's sink for ``load.mode``, building the extra clients it needs."""
+    from plowline_cloud.bigquery import BigQueryRowSink
+    from plowline_cloud.clients import storage_client
+    from plowline_cloud.sinks import SinkClients, row_sink_for
+    from plowline_cloud.write_api import write_client
+
     bigquery_config = config.bigquery
     load = bigquery_config.load
     if load.mode is LoadKind.STREAMING_INSERTS:

@@ -24,13 +24,16 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 from plowline_core.errors import PlowlineError
 from pyspark.sql import DataFrame, Row
 
 from plowline_loader.source.lease import LeaseExtender
-from plowline_loader.source.subscription import Subscription
+
+if TYPE_CHECKING:
+    from plowline_loader.source.subscription import Subscription
 
 _log = structlog.get_logger("plowline.loader.source")
 
@@ -56,6 +59,8 @@ class AckingPartition:
         batch = list(rows)
         if not batch:
             return
+        from plowline_loader.source.subscription import Subscription
+
         ack_ids = _ack_ids_by_subscription(batch)
         subscriptions = {path: Subscription(path, self.emulator_host) for path in ack_ids}
         with ExitStack() as leases:

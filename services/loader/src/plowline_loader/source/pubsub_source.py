@@ -41,15 +41,17 @@ messages come back only after their deadline, and the probe delivery goes to the
 planning only), and never filter rows out before the acking sink (a dropped row is never
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
+
+Memory (issue 4): pyarrow and the Pub/Sub client are imported where they are used, so
+Spark's planner workers, which only unpickle the data source, do not load them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
 from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -64,7 +66,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from plowline_loader.source.subscription import MAX_PULL, PulledMessage, Subscription
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
+
+    from plowline_loader.source.subscription import PulledMessage, Subscription
 
 FORMAT = "pubsub"
 SCHEMA = StructType(
@@ -166,6 +171,8 @@ class PubSubPartition(InputPartition):
 
 def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline."""
+    from plowline_loader.source.subscription import MAX_PULL, Subscription
+
     subscription = Subscription(partition.subscription, partition.emulator_host)
     if partition.prefetched:
         # The driver's probe was leased when planned; planning a cold batch can outlast
@@ -191,6 +198,8 @@ def to_record_batch(
     messages: list[PulledMessage], subscription: str, schema: pa.Schema
 ) -> pa.RecordBatch:
     """Return the rows of ``messages`` as one Arrow batch of the source's schema."""
+    import pyarrow as pa
+
     columns = [
         pa.array([m.ack_id for m in messages], pa.string()),
         pa.array([subscription] * len(messages), pa.string()),
@@ -282,6 +291,8 @@ class PubSubStreamReader(DataSourceStreamReader):
             self._probe = None
 
     def _driver_subscription(self) -> Subscription:
+        from plowline_loader.source.subscription import Subscription
+
         if self._subscription is None:
             self._subscription = Subscription(self.options.subscription, self.options.emulator_host)
         return self._subscription
