@@ -8,6 +8,8 @@ conftest: the module is registered for pickling by value.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -281,3 +283,38 @@ def spark(
 def harness(spark: SparkSession, tmp_path: Path) -> Harness:
     """Queries in the warmed session with outputs and checkpoint under this test's tmp dir."""
     return Harness(spark, tmp_path)
+
+
+def _spawn_loader(
+    config_file: Path,
+    resolver_file: Path,
+    log: Path,
+    *,
+    max_messages: int,
+    ack_deadline_s: int = 10,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``plowline-loader run`` as its own process group, logging to ``log``."""
+    environment = {
+        **os.environ,
+        "PLOWLINE_LOADER_ACK_DEADLINE": str(ack_deadline_s),
+        "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
+        "PLOWLINE_LOADER_PULL_TIMEOUT": "0.5",
+        **(env or {}),
+    }
+    command = [
+        sys.executable, "-m", "plowline_loader.cli", "run",
+        "--config", str(config_file), "--resolver", str(resolver_file),
+        "--master", "local[2]", "--port", "0",
+        "--max-messages", str(max_messages), "--grace-period", "30",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+@pytest.fixture
+def spawn_loader() -> Callable[..., subprocess.Popen[bytes]]:
+    """``spawn_loader(config, resolver, log, max_messages=…)``: the loader as a real process."""
+    return _spawn_loader

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -318,7 +317,9 @@ def test_registry_outage_holds_events_until_it_recovers(
     assert expected == (during, landed, rig.drain("bad-rows"))
 
 
-def test_loader_killed_mid_stream_loses_no_event(rig: Rig, tmp_path: Path) -> None:
+def test_loader_killed_mid_stream_loses_no_event(
+    rig: Rig, tmp_path: Path, spawn_loader: Callable[..., subprocess.Popen[bytes]]
+) -> None:
     """A loader process SIGKILLed mid-stream and restarted accounts for every event id."""
     ids = [str(uuid.uuid4()) for _ in range(1500)]
     bad_ids = set(ids[::50])
@@ -327,13 +328,17 @@ def test_loader_killed_mid_stream_loses_no_event(rig: Rig, tmp_path: Path) -> No
         for n, event_id in enumerate(ids)
     ]
     rig.publish(lines)
-    first = _spawn(rig, tmp_path / "first.log")
+    first = spawn_loader(
+        rig.config_file, rig.resolver_file, tmp_path / "first.log", max_messages=200
+    )
     try:
         _eventually(lambda: _table_ids(rig.stack, set(ids)), 180)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(30)
-    second = _spawn(rig, tmp_path / "second.log")
+    second = spawn_loader(
+        rig.config_file, rig.resolver_file, tmp_path / "second.log", max_messages=200
+    )
     seen: set[str] = set()
 
     def accounted() -> bool:
@@ -356,34 +361,3 @@ def _bad_row_ids(payloads: list[bytes], bad_ids: set[str]) -> set[str]:
         text = payload.decode()
         found.update(event_id for event_id in bad_ids if event_id in text)
     return found
-
-
-def _spawn(rig: Rig, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PLOWLINE_LOADER_ACK_DEADLINE": "10",
-        "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
-        "PLOWLINE_LOADER_PULL_TIMEOUT": "0.5",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "plowline_loader.cli",
-        "run",
-        "--config",
-        str(rig.config_file),
-        "--resolver",
-        str(rig.resolver_file),
-        "--master",
-        "local[2]",
-        "--port",
-        "0",
-        "--max-messages",
-        "200",
-        "--grace-period",
-        "30",
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )

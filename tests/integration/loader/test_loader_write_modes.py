@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -35,6 +34,11 @@ EVENTS_PER_MODE = 10_000
 KILLS = 3
 EVENTS_PER_LIFE = 1_000  # published before each loader process starts (kills + 1 lives)
 ACK_DEADLINE_S = 10
+_LOADER_FLAGS = {
+    "max_messages": 100,
+    "ack_deadline_s": ACK_DEADLINE_S,
+    "env": {"PLOWLINE_LOADER_LOG_JSON": "false"},
+}
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,9 @@ def test_every_event_lands_once(
     assert expected == (loader.writer.totals.good, *rig.counts())
 
 
-def test_exactly_once_survives_three_kills(local_stack: LocalStack, tmp_path: Path) -> None:
+def test_exactly_once_survives_three_kills(
+    local_stack: LocalStack, tmp_path: Path, spawn_loader: Callable[..., subprocess.Popen[bytes]]
+) -> None:
     """A loader process SIGKILLed three times mid-stream in exactly-once mode: no loss, no dupes."""
     rig = _new_rig(local_stack, tmp_path, {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"})
     sent = 0
@@ -200,7 +206,9 @@ def test_exactly_once_survives_three_kills(local_stack: LocalStack, tmp_path: Pa
         rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_LIFE)])
         sent += EVENTS_PER_LIFE
         before = rig.counts()[0]
-        loader = _spawn(rig, tmp_path / f"life-{life}.log")
+        loader = spawn_loader(
+            rig.config_file, rig.resolver_file, tmp_path / f"life-{life}.log", **_LOADER_FLAGS
+        )
         try:
             progressed = _eventually(lambda: rig.counts()[0] > before, 180)  # noqa: B023
         finally:
@@ -209,7 +217,7 @@ def test_exactly_once_survives_three_kills(local_stack: LocalStack, tmp_path: Pa
         assert progressed, (tmp_path / f"life-{life}.log").read_text()[-3000:]
     rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_LIFE)])
     sent += EVENTS_PER_LIFE
-    last = _spawn(rig, tmp_path / "last.log")
+    last = spawn_loader(rig.config_file, rig.resolver_file, tmp_path / "last.log", **_LOADER_FLAGS)
     try:
         _eventually(lambda: rig.counts()[1] >= sent, 240)
         # Real time on purpose: leases the killed processes held lapse on the emulator's
@@ -221,35 +229,3 @@ def test_exactly_once_survives_three_kills(local_stack: LocalStack, tmp_path: Pa
 
     expected = (sent, sent, 0)
     assert expected == (*rig.counts(), code), (tmp_path / "last.log").read_text()[-3000:]
-
-
-def _spawn(rig: ModeRig, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PLOWLINE_LOADER_ACK_DEADLINE": str(ACK_DEADLINE_S),
-        "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
-        "PLOWLINE_LOADER_PULL_TIMEOUT": "0.5",
-        "PLOWLINE_LOADER_LOG_JSON": "false",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "plowline_loader.cli",
-        "run",
-        "--config",
-        str(rig.config_file),
-        "--resolver",
-        str(rig.resolver_file),
-        "--master",
-        "local[2]",
-        "--port",
-        "0",
-        "--max-messages",
-        "100",
-        "--grace-period",
-        "30",
-    ]
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
