@@ -1,9 +1,11 @@
-"""BatchProcessor: every message routed to exactly one durable outcome."""
+"""BatchProcessor: every message routed to exactly one durable outcome; chunked partitions."""
 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +28,7 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import enriched_line, with_entities
 from plowline_core.transform.row import RowBuilder
+from plowline_loader.partition import process_in_chunks
 from plowline_loader.pipeline import (
     AccountingError,
     BatchOutcome,
@@ -33,6 +36,7 @@ from plowline_loader.pipeline import (
     Destinations,
     InboundMessage,
     Limits,
+    PreparedBatch,
 )
 from plowline_loader.types import TypeTracker
 
@@ -101,7 +105,7 @@ def make_rig(
     ref = RepositoryRef("acme", 0, (), EmbeddedConnection("acme"))
     clock = FixedClock(NOW)
     table = InMemoryTableSchemaStore(atomic_fields() + list(columns or []))
-    sink = sink or InMemoryRowSink(table)
+    sink = sink if sink is not None else InMemoryRowSink(table)
     types, bad, failed = InMemoryPublisher(), InMemoryPublisher(), InMemoryPublisher()
     builder = RowBuilder(Resolver([(ref, registry)], clock), ColumnMode.FULL)
     processor = BatchProcessor(
@@ -354,3 +358,127 @@ def test_outcomes_merge_by_adding_counts() -> None:
         (merged.events_in, merged.good, merged.bad, merged.failed),
         merged.bad_by_code,
     ) == ((5, 3, 1, 1), {"a": 1})
+
+
+# process_in_chunks: a partition in pipelined chunks, only the undone handed back.
+
+PUBLISHED = datetime(2024, 5, 1, 10, 0, 4, tzinfo=UTC)
+
+
+def _rows(count: int) -> list[Any]:
+    return [
+        {
+            "ack_id": f"ack-{n}",
+            "message_id": f"m-{n}",
+            "publish_time": PUBLISHED,
+            "data": with_entities(
+                contexts=[(CTX.to_uri(), {"a": n})], event_id=str(uuid.uuid4())
+            ).encode(),
+        }
+        for n in range(count)
+    ]
+
+
+class FailingSink(InMemoryRowSink):
+    """Fails the insert calls numbered in ``failing`` (1-based) with a TransientError."""
+
+    def __init__(self, table: InMemoryTableSchemaStore, failing: set[int]) -> None:
+        super().__init__(table)
+        self.writes = 0
+        self.failing = failing
+
+    def insert(self, rows: Sequence[Row]) -> list[InsertFailure]:
+        self.writes += 1
+        if self.writes in self.failing:
+            raise TransientError("insertAll: 503 backend error")
+        return super().insert(rows)
+
+
+class PrepareFailsAt:
+    """A BatchProcessor whose ``prepare`` call number ``at`` raises ``error``; records threads."""
+
+    def __init__(self, inner: BatchProcessor, at: int, error: Exception) -> None:
+        self.inner, self.at, self.error = inner, at, error
+        self.calls = 0
+        self.deliver_threads: set[str] = set()
+
+    def prepare(self, messages: Sequence[InboundMessage]) -> PreparedBatch:
+        self.calls += 1
+        if self.calls == self.at:
+            raise self.error
+        return self.inner.prepare(messages)
+
+    def deliver(self, prepared: PreparedBatch) -> BatchOutcome:
+        self.deliver_threads.add(threading.current_thread().name)
+        return self.inner.deliver(prepared)
+
+
+def _ctx_rig(sink_failing: set[int] | None = None) -> Any:
+    rig = make_rig([column_field(CTX, ShredProperty.CONTEXTS)])
+    if sink_failing is not None:
+        rig = make_rig(
+            [column_field(CTX, ShredProperty.CONTEXTS)],
+            sink=FailingSink(InMemoryTableSchemaStore(rig.table.fields()), sink_failing),
+        )
+    return rig
+
+
+def test_every_chunk_lands_in_its_own_insert() -> None:
+    """1,200 rows in chunks of 500 make three inserts, one outcome, nothing handed back."""
+    rig = _ctx_rig()
+    rows = _rows(1200)
+
+    report, handed_back = process_in_chunks(rig.processor, rows, 500)
+
+    outcome = (report.outcome.events_in, report.outcome.good, report.transient_error, handed_back)
+    assert (outcome, len(rig.sink.rows)) == ((1200, 1200, None, []), 1200)
+
+
+def test_a_failed_write_hands_back_that_chunk_and_the_rest() -> None:
+    """The second insert failing: chunk 1 stays written, chunks 2 and 3 are handed back."""
+    rig = _ctx_rig(sink_failing={2})
+    rows = _rows(1200)
+
+    report, handed_back = process_in_chunks(rig.processor, rows, 500)
+
+    assert (report.outcome.good, handed_back, report.transient_error) == (
+        500,
+        [row["ack_id"] for row in rows[500:]],
+        "TransientError: insertAll: 503 backend error",
+    )
+
+
+def test_a_failed_prepare_keeps_the_chunk_being_written() -> None:
+    """The registry failing at chunk 3: chunks 1 and 2 are written, only chunk 3 is handed back."""
+    rig = _ctx_rig()
+    flaky = PrepareFailsAt(rig.processor, 3, RegistryUnavailable("acme: 503"))
+    rows = _rows(1200)
+
+    report, handed_back = process_in_chunks(flaky, rows, 500)
+
+    assert (report.outcome.good, len(rig.sink.rows), handed_back) == (
+        1000,
+        1000,
+        [row["ack_id"] for row in rows[1000:]],
+    )
+
+
+def test_writes_run_in_their_own_thread() -> None:
+    """``deliver`` runs on the pipeline's writer thread, so the next chunk's transform overlaps it."""
+    rig = _ctx_rig()
+    flaky = PrepareFailsAt(rig.processor, 0, RuntimeError("never raised"))
+
+    process_in_chunks(flaky, _rows(1000), 500)
+
+    assert [name.startswith("plowline-deliver") for name in flaky.deliver_threads] == [True]
+
+
+def test_a_bug_while_preparing_propagates_after_the_write_in_flight() -> None:
+    """A non-transient error fails the task, but only once the chunk being written is done."""
+    rig = _ctx_rig()
+    flaky = PrepareFailsAt(rig.processor, 2, KeyError("bug"))
+
+    with pytest.raises(KeyError):
+        process_in_chunks(flaky, _rows(1000), 500)
+
+    assert len(rig.sink.rows) == 500

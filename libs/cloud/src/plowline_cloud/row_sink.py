@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import orjson
 from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
@@ -33,8 +34,13 @@ _RETRY_ALONE = frozenset({"stopped", "backenderror", "timeout", "internalerror"}
 
 def encoded_size(row: Row) -> int:
     """Return the bytes a row takes in an insertAll request body (close estimate)."""
-    body = json.dumps(row.data, separators=(",", ":"), default=str, ensure_ascii=False)
-    return len(body.encode()) + len(row.insert_id.encode()) + _ROW_OVERHEAD
+    try:
+        size = len(orjson.dumps(row.data))
+    except TypeError:  # ints beyond 64 bits, or values JSON has no type for
+        size = len(
+            json.dumps(row.data, separators=(",", ":"), default=str, ensure_ascii=False).encode()
+        )
+    return size + len(row.insert_id.encode()) + _ROW_OVERHEAD
 
 
 class BigQueryRowSink:

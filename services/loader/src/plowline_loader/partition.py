@@ -1,14 +1,15 @@
 """The executor side of a micro-batch: run the BatchProcessor in a Spark task, then ack.
 
-``StreamingPartition`` is the function the driver maps over the micro-batch's partitions
-(``frame.rdd.mapPartitions(...).collect()``, the batch's one action). In the task it
-hands the rows to S's ``AckingPartition`` (lease, process, ack or nack) with a processor
-that runs ``BatchProcessor`` and records what happened, then yields one small
-``PartitionReport``: that is how counts and latencies reach the driver's metrics.
+``StreamingPartition`` is the function every task of a micro-batch runs, inside the
+source's ``read()`` (``source.processing``) or, in exactly-once mode, as
+``frame.rdd.mapPartitions(...)``. It hands the rows to ``AckingPartition`` (lease,
+process, ack or nack) with a processor that runs ``BatchProcessor`` over them in
+pipelined chunks (``process_in_chunks``), then yields one small ``PartitionReport``: that
+is how counts and latencies reach the driver's metrics.
 
 Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:
-    every ack id of the partition is handed back (nacked, so redelivered at once) and the
+    every ack id not yet durable is handed back (nacked, so redelivered at once) and the
     report carries the error, so the driver backs off and marks itself not ready. Any
     other exception fails the task (AckingPartition nacks first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
@@ -16,16 +17,21 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from plowline_core.errors import TransientError
-from pyspark.sql import Row
 
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.pipeline import BatchOutcome, InboundMessage
 from plowline_loader.source import AckingPartition
+from plowline_loader.source.acking import MessageRow
+
+CHUNK_MESSAGES = 500
+"""Messages processed together: one insertAll request's worth (see ``process_in_chunks``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ class StreamingPartition:
     config: WorkerConfig
     acks: AckSettings = AckSettings()
 
-    def __call__(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:
+    def __call__(self, rows: Iterable[MessageRow]) -> Iterator[PartitionReport]:
         """Process the partition's messages, settle them, and yield one report."""
         recorder = _Recorder(self.config)
         acks = self.acks
@@ -62,6 +68,60 @@ class StreamingPartition:
         yield recorder.report
 
 
+class ChunkProcessor(Protocol):
+    """What ``process_in_chunks`` needs: ``BatchProcessor``'s two halves."""
+
+    def prepare(self, messages: Sequence[InboundMessage]) -> Any:
+        """Transform a chunk; write nothing."""
+        ...
+
+    def deliver(self, prepared: Any) -> BatchOutcome:
+        """Write a prepared chunk; return its outcome once durable."""
+        ...
+
+
+def process_in_chunks(
+    processor: ChunkProcessor, rows: list[MessageRow], chunk_size: int = CHUNK_MESSAGES
+) -> tuple[PartitionReport, list[str]]:
+    """Process a partition's rows chunk by chunk, pipelined; return the report and the ack
+    ids to hand back (not durable).
+
+    Notes:
+        While one chunk is being written (``deliver``, in a second thread, mostly waiting
+        on BigQuery), the next is transformed (``prepare``): the first insert leaves after
+        one chunk is transformed, and the table always has the next request coming.
+        After a ``TransientError`` the chunks already written stay written (they are
+        acked); the rest is handed back and the report carries the error. Any other
+        exception propagates, once the chunk being written is done.
+    """
+    chunks = [rows[i : i + chunk_size] for i in range(0, len(rows), chunk_size)]
+    outcome = BatchOutcome()
+    written = 0  # chunks whose outcomes are durable
+    with ThreadPoolExecutor(1, thread_name_prefix="plowline-deliver") as pool:
+        writing: Future[BatchOutcome] | None = None
+        try:
+            for chunk in chunks:
+                prepared = processor.prepare([_inbound(row) for row in chunk])
+                if writing is not None:
+                    outcome = outcome.merge(writing.result())
+                    written, writing = written + 1, None
+                writing = pool.submit(processor.deliver, prepared)
+            if writing is not None:
+                outcome = outcome.merge(writing.result())
+                written, writing = written + 1, None
+        except TransientError as error:
+            # A chunk may have failed to prepare while the one before was being written.
+            late = writing.exception() if writing is not None else error
+            if late is None and writing is not None:
+                outcome = outcome.merge(writing.result())
+                written += 1
+            elif late is not None and not isinstance(late, TransientError):
+                raise late from error  # a bug while writing: fail the task
+            handed_back = [row["ack_id"] for chunk in chunks[written:] for row in chunk]
+            return PartitionReport(outcome, f"{type(error).__name__}: {error}"), handed_back
+    return PartitionReport(outcome), []
+
+
 class _Recorder:
     """The partition processor AckingPartition calls; keeps the report for the task."""
 
@@ -69,19 +129,13 @@ class _Recorder:
         self._config = config
         self.report = PartitionReport()
 
-    def __call__(self, rows: list[Row]) -> Collection[str] | None:
-        messages = [
-            InboundMessage(bytes(row["data"]), row["message_id"], _utc(row["publish_time"]))
-            for row in rows
-        ]
-        try:
-            outcome = processor_for(self._config).process(messages)
-        except TransientError as error:
-            # Not durable: hand every delivery back; the driver retries after a backoff.
-            self.report = PartitionReport(transient_error=f"{type(error).__name__}: {error}")
-            return [row["ack_id"] for row in rows]
-        self.report = PartitionReport(outcome)
-        return None
+    def __call__(self, rows: list[MessageRow]) -> Collection[str] | None:
+        self.report, handed_back = process_in_chunks(processor_for(self._config), rows)
+        return handed_back or None
+
+
+def _inbound(row: MessageRow) -> InboundMessage:
+    return InboundMessage(bytes(row["data"]), row["message_id"], _utc(row["publish_time"]))
 
 
 def _utc(moment: datetime | None) -> datetime | None:

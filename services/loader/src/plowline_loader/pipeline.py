@@ -144,6 +144,14 @@ class _Sorted(NamedTuple):
     bad_by_code: Counter[str]
 
 
+class PreparedBatch(NamedTuple):
+    """A batch transformed and sorted by ``BatchProcessor.prepare``, not yet written."""
+
+    messages: Sequence[InboundMessage]
+    batch: _Sorted
+    started: datetime
+
+
 class AccountingError(AssertionError):
     """A batch's outcomes do not add up to its messages: a bug, never bad data."""
 
@@ -173,8 +181,28 @@ class BatchProcessor:
         Raises:
             TransientError: a registry, the table or a topic is failing; ack nothing.
         """
+        return self.deliver(self.prepare(messages))
+
+    def prepare(self, messages: Sequence[InboundMessage]) -> PreparedBatch:
+        """Transform every message; write nothing (the first half of ``process``).
+
+        Raises:
+            RegistryUnavailable: a registry is failing; nothing was written.
+        """
         started = self._clock.now()
-        batch = self._sort(messages, started)
+        return PreparedBatch(messages, self._sort(messages, started), started)
+
+    def deliver(self, prepared: PreparedBatch) -> BatchOutcome:
+        """Write a prepared batch's outcomes and return the counts (the second half).
+
+        Notes:
+            May run in another thread than ``prepare`` (one ``deliver`` at a time): the
+            two share no mutable state.
+
+        Raises:
+            TransientError: the table or a topic is failing; ack nothing of this batch.
+        """
+        messages, batch, started = prepared
         published = self._publish_missing_types(batch.goods, started)
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()

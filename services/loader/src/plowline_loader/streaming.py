@@ -1,9 +1,11 @@
 """The driver side of the streaming loader: the Pub/Sub query, its foreachBatch, a graceful stop.
 
-Each micro-batch runs exactly one Spark action per attempt,
-``frame.rdd.mapPartitions(StreamingPartition(...)).collect()``: the tasks pull, process
-and ack on the executors and return one small ``PartitionReport`` each, which the driver
-merges into the metrics. When a partition reports a transient error (its deliveries were
+Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of one small
+``PartitionReport`` per task: the tasks pull, process and ack on the executors, inside
+the source's ``read()`` (``source.processing``: the rows never leave the Python worker
+that pulled them), and the driver merges the reports into the metrics. In exactly-once
+mode the rows are shuffled by event id first, so there the source is the plain
+``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...))``. When a partition reports a transient error (its deliveries were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again (pulling the nacked messages back); readiness returns with the first batch
 that goes through.
@@ -33,8 +35,12 @@ from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import AckSettings, PartitionReport, StreamingPartition
 from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.source import FORMAT
+from plowline_loader.source.processing import register_processing_source, report_of
 
 _log = structlog.get_logger("plowline.loader")
+
+PROCESSING_FORMAT = "plowline-load"
+"""The source format that pulls and processes in the same task (see ``source.processing``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +86,7 @@ class BatchWriter:
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
     ) -> None:
-        self._partition = partition
+        self.partition = partition
         self._observer = observer
         self._settings = settings
         self._readiness = readiness
@@ -101,7 +107,7 @@ class BatchWriter:
             attempt = 0
             while True:
                 started = time.monotonic()
-                reports: list[PartitionReport] = frame.rdd.mapPartitions(self._partition).collect()
+                reports = self._run(frame)
                 errors = self._record(reports, time.monotonic() - started)
                 if not errors:
                     self._readiness.recovered()
@@ -120,6 +126,13 @@ class BatchWriter:
                 )
                 if self._stopping.wait(delay):
                     return
+
+    def _run(self, frame: DataFrame) -> list[PartitionReport]:
+        """Run the batch's one action; return the partitions' reports."""
+        if self._keyed:
+            reports: list[PartitionReport] = frame.rdd.mapPartitions(self.partition).collect()
+            return reports
+        return [report_of(row) for row in frame.collect()]
 
     def stop(self, timeout_s: float) -> bool:
         """Skip further batches and wait for the one in flight; say whether it finished."""
@@ -190,8 +203,12 @@ class StreamingLoader:
     def start(self) -> StreamingQuery:
         """Start the query over the config's input subscription."""
         s = self._settings
+        source = FORMAT
+        if not self._config.exactly_once:
+            source = PROCESSING_FORMAT
+            register_processing_source(self._spark, source, self.writer.partition)
         reader = (
-            self._spark.readStream.format(FORMAT)
+            self._spark.readStream.format(source)
             .option("subscription", self._config.input_subscription)
             .option("numPartitions", str(s.partitions))
             .option("maxMessagesPerPartition", str(s.max_messages))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from plowline_core.schema.field import Field, FieldType, Mode
 
@@ -117,7 +117,13 @@ def _mode_fits(have: Mode, need: Mode) -> bool:
 
 # -- rows against the table ---------------------------------------------------------------
 
-_Checker = dict[str, "_Checker | None"]
+
+class _Checker(NamedTuple):
+    """A table schema compiled for checking rows against it."""
+
+    names: dict[str, _Checker | None]  # lower-case field name → its RECORD's checker, or None
+    records: frozenset[str]  # the names of RECORD fields
+
 
 _CACHE_SIZE = 32
 _ABSENT: Any = object()
@@ -153,26 +159,42 @@ def _checker_for(table_fields: Sequence[Field]) -> _Checker:
 
 
 def _compile(fields: Sequence[Field]) -> _Checker:
-    return {
+    names = {
         field.name.lower(): _compile(field.fields) if field.type is FieldType.RECORD else None
         for field in fields
     }
+    return _Checker(names, frozenset(name for name, sub in names.items() if sub is not None))
 
 
 def _walk(checker: _Checker, row: Mapping[str, Any], parent: str, missing: list[str]) -> None:
+    names, records = checker
+    if row.keys() <= names.keys():
+        # Every key known (compared in C): only RECORD values need a closer look.
+        if records.isdisjoint(row.keys()):
+            return
+        for key, value in row.items():
+            if key in records and value is not None:
+                _walk_value(names[key], value, f"{parent}{key}.", missing)
+        return
     for key, value in row.items():
-        sub = checker.get(key, _ABSENT)
+        sub = names.get(key, _ABSENT)
         if sub is _ABSENT:
             # Rows carry lower-case names already; fold only on a miss (BigQuery ignores case).
-            sub = checker.get(str(key).lower(), _ABSENT)
+            sub = names.get(str(key).lower(), _ABSENT)
             if sub is _ABSENT:
                 missing.append(f"{parent}{key}")
                 continue
-        if not isinstance(sub, dict) or value is None:
-            continue
-        if isinstance(value, Mapping):
-            _walk(sub, value, f"{parent}{key}.", missing)
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, Mapping):
-                    _walk(sub, item, f"{parent}{key}.", missing)
+        if sub is not None and value is not None:
+            _walk_value(sub, value, f"{parent}{key}.", missing)
+
+
+def _walk_value(checker: _Checker | None, value: Any, path: str, missing: list[str]) -> None:
+    """Walk the value of a RECORD field: an object, or an array of objects."""
+    if checker is None:
+        return
+    if isinstance(value, Mapping):
+        _walk(checker, value, path, missing)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, Mapping):
+                _walk(checker, item, path, missing)

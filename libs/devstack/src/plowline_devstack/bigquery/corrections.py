@@ -16,6 +16,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
   keywords (``inner``, ``order``) no longer break table creation.
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
+* ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
+  (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
 
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
@@ -37,6 +39,7 @@ from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
 from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
 from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
 from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
+from plowline_devstack.bigquery.write_snapshots import WRITE_SNAPSHOTS
 from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 
 CORRECTIONS: tuple[Correction, ...] = (
@@ -48,6 +51,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     NESTED_NAME_QUOTING,
     *WRITE_API_CORRECTIONS,
     GCS_LOAD_SOURCES,
+    WRITE_SNAPSHOTS,
 )
 """Every correction, in the order routes are matched."""
 

@@ -24,11 +24,11 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from plowline_core.errors import PlowlineError
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 
 from plowline_loader.source.lease import LeaseExtender
 
@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("plowline.loader.source")
 
-PartitionProcessor = Callable[[list[Row]], Collection[str] | None]
+
+class MessageRow(Protocol):
+    """A row of the ``pubsub`` source read by column name: a ``pyspark.sql.Row`` or a dict."""
+
+    def __getitem__(self, name: str, /) -> Any:
+        """Return the value of column ``name``."""
+        ...
+
+
+PartitionProcessor = Callable[[list[MessageRow]], Collection[str] | None]
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class AckingPartition:
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
 
-    def __call__(self, rows: Iterable[Row]) -> None:
+    def __call__(self, rows: Iterable[MessageRow]) -> None:
         """Process one partition's rows and settle their deliveries."""
         batch = list(rows)
         if not batch:
@@ -95,7 +104,7 @@ def _nack_after_failure(
             _log.warning("nack_failed", subscription=path, ack_ids=len(ids), error=str(error))
 
 
-def _ack_ids_by_subscription(rows: list[Row]) -> dict[str, list[str]]:
+def _ack_ids_by_subscription(rows: list[MessageRow]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = defaultdict(list)
     for row in rows:
         grouped[row["subscription"]].append(row["ack_id"])
