@@ -307,6 +307,9 @@ def main() -> None:
     parser.add_argument("--iglu-central", type=Path, default=DEFAULT_IGLU, help="Iglu Central")
     parser.add_argument("--column-mode", choices=["full", "major"], default="full")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of (a)")
+    parser.add_argument(
+        "--by-outcome", action="store_true", help="also print (a)'s cost per line of each outcome"
+    )
     args = parser.parse_args()
 
     if hasattr(os, "sched_setaffinity"):
@@ -344,6 +347,30 @@ def main() -> None:
     print(f"  (c) ratio (a)/(b)                {full / floor:>10.2f}")
     print(f"      parse only                   {parse_only:>10,.0f} events/s")
     print(f"      build + to_json only         {build_only:>10,.0f} events/s (parsed events)")
+    if args.by_outcome:
+        print_outcome_costs(builder, processor, lines, args.repeat)
+
+
+def print_outcome_costs(
+    builder: RowBuilder, processor: Processor, lines: list[str], repeat: int
+) -> None:
+    """Print (a)'s median µs per line and share of the total time, per outcome (diagnostic)."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        result = builder.transform_line(line)
+        outcome = "good" if type(result) is TransformedRow else str(result.code)  # type: ignore[union-attr]
+        groups.setdefault(outcome, []).append(line)
+    costs = {
+        outcome: median_rates(
+            {outcome: (lambda group=group: run_transform(builder, processor, group), len(group))},
+            repeat,
+        )[outcome]
+        for outcome, group in groups.items()
+    }
+    total = sum(len(groups[outcome]) / rate for outcome, rate in costs.items())
+    for outcome, rate in sorted(costs.items()):
+        share = len(groups[outcome]) / rate / total
+        print(f"      {outcome:<30} {1e6 / rate:>7.1f} us/line {share:>6.1%} of the time")
 
 
 if __name__ == "__main__":

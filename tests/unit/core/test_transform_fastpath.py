@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plowline_core.badrows import Processor
+from plowline_core.event.atomic import decode_valid_atomic
 from plowline_core.event.fields import ENRICHED_FIELDS, Kind
 from plowline_core.event.model import EnrichedEvent
-from plowline_core.event.parser import decode_valid_atomic, parse
+from plowline_core.event.parser import parse
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver
@@ -229,3 +231,69 @@ _SESSION_DATA = {
     "sessionIndex": 3,
     "storageMechanism": "COOKIE_1",
 }
+
+
+_CONTEXTS = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0"
+_UNSTRUCT = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+
+
+def _json(document: Any) -> str:
+    return orjson.dumps(document).decode()
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        pytest.param("contexts", "[]", id="contexts-array"),
+        pytest.param("contexts", '"x"', id="contexts-string"),
+        pytest.param("contexts", _json({"schema": _CONTEXTS}), id="contexts-no-data"),
+        pytest.param("contexts", _json({"data": []}), id="contexts-no-schema"),
+        pytest.param(
+            "contexts", _json({"schema": _CONTEXTS, "data": {}}), id="contexts-data-object"
+        ),
+        pytest.param(
+            "contexts", _json({"schema": _CONTEXTS, "data": ""}), id="contexts-data-string"
+        ),
+        pytest.param("contexts", _json({"schema": [1], "data": []}), id="contexts-schema-array"),
+        pytest.param(
+            "contexts", _json({"schema": _CONTEXTS, "data": [[WEB_PAGE]]}), id="item-array"
+        ),
+        pytest.param("contexts", _json({"schema": _CONTEXTS, "data": [None]}), id="item-null"),
+        pytest.param(
+            "contexts",
+            _json({"schema": _CONTEXTS, "data": [{"schema": WEB_PAGE}]}),
+            id="item-no-data",
+        ),
+        pytest.param(
+            "derived_contexts",
+            _json({"schema": _CONTEXTS, "data": [{"schema": [WEB_PAGE], "data": {}}]}),
+            id="item-schema-array",
+        ),
+        pytest.param(
+            "derived_contexts",
+            _json({"schema": _CONTEXTS, "data": [{"schema": UNKNOWN, "data": {}}]}),
+            id="item-unknown",
+        ),
+        pytest.param("unstruct_event", _json({"schema": _UNSTRUCT}), id="unstruct-no-data"),
+        pytest.param(
+            "unstruct_event", _json({"schema": _UNSTRUCT, "data": []}), id="unstruct-array"
+        ),
+        pytest.param(
+            "unstruct_event",
+            _json({"schema": _UNSTRUCT, "data": {"schema": LINK_CLICK}}),
+            id="unstruct-entity-no-data",
+        ),
+        pytest.param(
+            "unstruct_event",
+            _json({"data": {"schema": LINK_CLICK, "data": {}}}),
+            id="unstruct-no-schema",
+        ),
+    ],
+)
+def test_irregular_entity_json_gets_the_careful_outcome(field: str, text: str) -> None:
+    """Entity JSON that is not as enrich writes it gets what parse + build give."""
+    fields = enriched_fields()
+    fields[next(f.index - 1 for f in ENRICHED_FIELDS if f.name == field)] = text
+    line = "\t".join(fields)
+    for builder in BUILDERS.values():
+        assert _careful(builder, line) == _outcome(builder.transform_line(line))

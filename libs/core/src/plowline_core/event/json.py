@@ -21,7 +21,7 @@ CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0"
 UNSTRUCT_EVENT_URI = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
 """Envelope written for ``unstruct_event``."""
 
-_NAMES = tuple(field.name for field in ENRICHED_FIELDS)
+_ALL_NULL: dict[str, Any] = dict.fromkeys(field.name for field in ENRICHED_FIELDS)
 
 
 def self_describing_json(entity: SelfDescribingData) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def unstruct_event_json(entity: SelfDescribingData | None) -> dict[str, Any] | N
 def event_payload(event: EnrichedEvent) -> dict[str, Any]:
     """Return the event as the bad-row ``payload`` JSON object (see the module notes)."""
     # All 131 names in TSV order, null first; the event's values land in their slots.
-    payload: dict[str, Any] = dict.fromkeys(_NAMES)
+    payload = _ALL_NULL.copy()
     payload.update(event.atomic)
     payload["contexts"] = contexts_json(event.contexts)
     payload["unstruct_event"] = unstruct_event_json(event.unstruct_event)

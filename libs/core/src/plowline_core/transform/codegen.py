@@ -52,13 +52,20 @@ def specialised_record(
     for index, sub in enumerate(subs):
         namespace[f"_c{index}"] = direct[index]
         item = f"v{index}"
-        body.append(f"    {item} = get({raw_names[index]!r}, _M)")
         if sub.mode is Mode.REQUIRED:
+            body.append(f"    {item} = get({raw_names[index]!r}, _M)")
             body.append(f"    if {item} is _M:")
             body.append("        del errors[mark:]")
             body.append("        return _general(value, errors)")
             body.append(f"    {_kept_test(item, sub, as_is[index], namespace)}")
+        elif sub.mode is Mode.NULLABLE and type(None) in as_is[index]:
+            # A missing key and a null give the same null: no need to tell them apart.
+            kept = as_is[index] - {type(None)}
+            body.append(f"    {item} = get({raw_names[index]!r})")
+            test = _kept_test(item, sub, kept, namespace)
+            body.append(f"    if {item} is not None and {test.removeprefix('if ')}")
         else:
+            body.append(f"    {item} = get({raw_names[index]!r}, _M)")
             body.append(f"    if {item} is _M: {item} = None")
             body.append(f"    el{_kept_test(item, sub, as_is[index], namespace)}")
         body.append(f"        {item} = _c{index}({item}, errors)")
@@ -93,8 +100,8 @@ def _kept_test(item: str, sub: Field, kept: frozenset[type], namespace: dict[str
             tests.append(f"_type({item}) is _{kind.__name__}")
     if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES:
         # Numbers stored as they are: ints within int64 and, for FLOAT/NUMERIC, finite floats.
-        namespace["_int"], namespace["_MAX"] = int, INT64_MAX
-        tests.append(f"(_type({item}) is _int and -_MAX <= {item} <= _MAX)")
+        namespace["_int"], namespace["_MIN"], namespace["_MAX"] = int, -INT64_MAX, INT64_MAX
+        tests.append(f"(_type({item}) is _int and _MIN <= {item} <= _MAX)")
         if sub.type is not FieldType.INTEGER:
             namespace["_float"] = float
             tests.append(f"(_type({item}) is _float and {item} - {item} == 0)")

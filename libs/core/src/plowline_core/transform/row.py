@@ -37,10 +37,11 @@ import orjson
 
 from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
 from plowline_core.errors import RegistryUnavailable
+from plowline_core.event.atomic import decode_valid_atomic
 from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
-from plowline_core.event.parser import decode_valid_atomic, event_with_entities, parse
+from plowline_core.event.parser import decode_fields, parse
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
@@ -137,10 +138,9 @@ class RowBuilder:
             # and let the careful path judge the entities.
             for key in list(atomic)[width:]:
                 del atomic[key]
-            try:
-                event: EnrichedEvent | BadRow = event_with_entities(values, atomic)
-            except (ValueError, KeyError):  # an entity field only the slow decoder explains
-                event = parse(line)
+            event: EnrichedEvent | BadRow = decode_fields(values, line, atomic=atomic)
+        elif len(values) == FIELD_COUNT:
+            event = decode_fields(values, line)  # what parse(line) gives, without a retry
         else:
             event = parse(line)
         if not isinstance(event, EnrichedEvent):
@@ -214,29 +214,40 @@ class RowBuilder:
     def _fused(self, values: list[str], data: dict[str, Any]) -> TransformedRow | None:
         """Return the row of a line valid in every respect, else None (see the module notes).
 
+        Raises:
+            Exception: any (KeyError, TypeError…) where the JSON is not as enrich writes it,
+                e.g. a missing key, an unknown schema, an array instead of an object.
+
         Notes:
             Writes into ``data`` (the line's atomic values) and only ever appends keys.
         """
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
-        by_uri = self._by_uri
+        errors: list[CastError] = []
         seen = 0
         text = values[_CONTEXTS_AT]
         if text:
-            seen = _fused_contexts(text, by_uri[_CONTEXTS], data)
+            seen = _fused_contexts(text, self._by_uri[_CONTEXTS], data, errors)
             if seen < 0:
                 return None
         text = values[_DERIVED_AT]
         if text:
-            bits = _fused_contexts(text, by_uri[_DERIVED], data)
+            bits = _fused_contexts(text, self._by_uri[_DERIVED], data, errors)
             if bits < 0:
                 return None
             seen |= bits
         text = values[_UNSTRUCT_AT]
         if text:
-            bits = _fused_unstruct(text, by_uri[_UNSTRUCT], data)
-            if bits < 0:
+            # Subscripts, not checks: anything irregular raises, and the careful path decides.
+            document = _loads(text)
+            entity = document["data"]
+            if document["schema"] not in _UNSTRUCT_ENVELOPES or type(entity) is not dict:
                 return None
-            seen |= bits
+            column, caster, _, _, _, bit = self._by_uri[_UNSTRUCT][entity["schema"]]
+            value = caster(entity["data"], errors)
+            if errors:
+                return None
+            data[column] = value
+            seen |= bit
         types = self._type_sets.get(seen)
         if types is None:
             types = self._types_of(seen)
@@ -269,56 +280,34 @@ class RowBuilder:
         return types
 
 
-def _fused_contexts(text: str, plans: dict[str, _Plan], data: dict[str, Any]) -> int:
-    """Add the items of a contexts field to ``data``; return the plans' bits, -1 to give up."""
+def _fused_contexts(
+    text: str, plans: dict[str, _Plan], data: dict[str, Any], errors: list[CastError]
+) -> int:
+    """Add the items of a contexts field to ``data``; return the plans' bits, -1 to give up.
+
+    Raises:
+        Exception: any (KeyError, TypeError…) where the JSON is not as enrich writes it: the
+            subscripts below stand for the checks of a self-describing envelope and entity.
+    """
     document = _loads(text)
-    if type(document) is not dict or document.get("schema") not in _CONTEXTS_ENVELOPES:
+    entities = document["data"]
+    if document["schema"] not in _CONTEXTS_ENVELOPES or type(entities) is not list:
         return -1
-    entities = document.get("data")
-    if type(entities) is not list:
-        return -1
-    errors: list[CastError] = []
     seen = 0
     for entity in entities:
-        if type(entity) is not dict or "data" not in entity:
-            return -1
-        plan = plans.get(entity.get("schema"))  # type: ignore[arg-type]  # a miss is None
-        if plan is None:
-            return -1
-        seen |= plan.bit
-        items = data.get(plan.column)
-        if items is None:
-            items = data[plan.column] = []
+        column, caster, _, _, version, bit = plans[entity["schema"]]
         value = entity["data"]
+        seen |= bit
+        items = data.get(column)
+        if items is None:
+            items = data[column] = []
         if value is None:  # loader 1.x drops null items of a REPEATED column
             continue
-        value = plan.caster(value, errors)
+        value = caster(value, errors)
         if errors:
             return -1
-        if plan.schema_version is None:
-            items.append(value)
-        else:
-            items.append({SCHEMA_VERSION_FIELD: plan.schema_version, **value})
+        items.append(value if version is None else {SCHEMA_VERSION_FIELD: version, **value})
     return seen
-
-
-def _fused_unstruct(text: str, plans: dict[str, _Plan], data: dict[str, Any]) -> int:
-    """Add the column of an unstruct_event field to ``data``; return its bit, -1 to give up."""
-    document = _loads(text)
-    if type(document) is not dict or document.get("schema") not in _UNSTRUCT_ENVELOPES:
-        return -1
-    entity = document.get("data")
-    if type(entity) is not dict or "data" not in entity or "data" not in document:
-        return -1
-    plan = plans.get(entity.get("schema"))  # type: ignore[arg-type]  # a miss is None
-    if plan is None:
-        return -1
-    errors: list[CastError] = []
-    value = plan.caster(entity["data"], errors)
-    if errors:
-        return -1
-    data[plan.column] = value
-    return plan.bit
 
 
 def _compile(

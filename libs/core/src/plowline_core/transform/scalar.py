@@ -21,6 +21,18 @@ INT64_MAX = 2**63 - 1
 NUMERIC_TYPES = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
 """Column types whose JSON value is a number."""
 
+# The type names of WrongType, read once (an enum's ``.value`` is slow on the error path).
+_STRING, _BOOLEAN, _INTEGER, _TIMESTAMP, _DATE = (
+    kind.value
+    for kind in (
+        FieldType.STRING,
+        FieldType.BOOLEAN,
+        FieldType.INTEGER,
+        FieldType.TIMESTAMP,
+        FieldType.DATE,
+    )
+)
+
 
 def compact_json(value: Any) -> str:
     """Return compact JSON text, as circe's ``noSpaces`` prints it."""
@@ -46,7 +58,7 @@ def _v1_string(value: Any, errors: list[CastError]) -> Any:
 def _strict_string(value: Any, errors: list[CastError]) -> Any:
     if type(value) is str:
         return value
-    errors.append(WrongType(value, FieldType.STRING.value))
+    errors.append(WrongType(value, _STRING))
     return None
 
 
@@ -57,7 +69,7 @@ def _json_text(value: Any, errors: list[CastError]) -> Any:
 def _boolean(value: Any, errors: list[CastError]) -> Any:
     if type(value) is bool:
         return value
-    errors.append(WrongType(value, FieldType.BOOLEAN.value))
+    errors.append(WrongType(value, _BOOLEAN))
     return None
 
 
@@ -67,7 +79,7 @@ def _integer(value: Any, errors: list[CastError]) -> Any:
         return value
     if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
         return int(value)  # circe's toLong accepts 2.0
-    errors.append(WrongType(value, FieldType.INTEGER.value))
+    errors.append(WrongType(value, _INTEGER))
     return None
 
 
@@ -108,7 +120,7 @@ def _iso_timestamp(value: Any, errors: list[CastError]) -> Any:
             parsed = None
         if parsed is not None and parsed.tzinfo is not None:
             return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    errors.append(WrongType(value, FieldType.TIMESTAMP.value))
+    errors.append(WrongType(value, _TIMESTAMP))
     return None
 
 
@@ -118,7 +130,7 @@ def _iso_date(value: Any, errors: list[CastError]) -> Any:
             return date.fromisoformat(value).isoformat()
         except ValueError:
             pass
-    errors.append(WrongType(value, FieldType.DATE.value))
+    errors.append(WrongType(value, _DATE))
     return None
 
 
