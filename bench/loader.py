@@ -147,7 +147,7 @@ def _loader(
 ) -> StreamingLoader:
     settings = StreamSettings(
         checkpoint=str(root / f"cp-{uuid.uuid4().hex[:6]}"),
-        max_messages=1000,
+        max_messages=2500,
         pull_timeout_s=0.5,
     )
     return StreamingLoader(spark, config, settings, observer=observe)

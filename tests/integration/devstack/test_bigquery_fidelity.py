@@ -449,3 +449,37 @@ def test_bigquery_alter_table_struct_column_is_writable(
 
     expected: tuple[list[Any], list[dict[str, Any]]] = ([], [{"x": 1, "order": "first"}])
     assert expected == actual
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", ["a", "b"], id="corrected"),
+        pytest.param("uncorrected", ["a"], id="uncorrected"),
+    ],
+)
+def test_bigquery_insert_copies_no_snapshot(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """No whole-table copy per insert: time travel between two inserts reads the live table.
+
+    Shipped, every insertAll copies the table into a snapshot, which is what makes
+    ``FOR SYSTEM_TIME AS OF`` between the inserts see the first row only (and an insert's
+    cost grow with the table).
+    """
+    client: bigquery.Client = request.getfixturevalue(name)
+    table = _table(client, local_stack.dataset, [bigquery.SchemaField("id", "STRING")])
+    assert _insert(client, table, [{"id": "a"}]) == []
+    time.sleep(1.0)
+    between = datetime.now(UTC)
+    time.sleep(1.0)
+    assert _insert(client, table, [{"id": "b"}]) == []
+
+    job = client.query(
+        f"SELECT id FROM `{table.full_table_id.replace(':', '.')}` "
+        f"FOR SYSTEM_TIME AS OF TIMESTAMP '{between.isoformat()}' ORDER BY id",
+        job_retry=None,
+        retry=RETRY,
+    )
+
+    assert expected == [row["id"] for row in job.result(retry=RETRY, timeout=20)]
