@@ -1,17 +1,20 @@
 """Measure the streaming loader on the local stack: throughput, latency, memory.
 
-Run: ``uv run python bench/loader.py [--events 20000] [--rate 1000] [--seconds 20]``.
+Run: ``uv run python bench/loader.py [--events 20000] [--rate 1000] [--seconds 90]``.
 
 1. Sustained: publish ``--events`` enriched events (3 contexts/unstruct mixes) as a
-   backlog, then time the loader (Spark local[2], warmed) from query start until every
-   event is inserted: events/s Pub/Sub → table.
+   backlog, then drain it with the loader (Spark local[2], warmed): events/s Pub/Sub →
+   table at steady state (first micro-batch to last) and from the query's start.
 2. Ceiling: insert the same kind of rows straight into bqemulator with ``BigQueryRowSink``
    (500-row insertAll requests, one thread), same run: rows/s; and the ratio of the two.
 3. Latency: offer ``--rate`` events/s for ``--seconds`` with the loader running; publish →
    row inserted p50/p99 (publish time from Pub/Sub, insert time when insertAll returned).
 4. Memory of the loader at steady state: this process (the driver's Python), the JVM and
-   the Spark Python workers (the process tree under this process), from /proc: PSS (each
-   shared page divided among its sharers: what the tree holds) and the plain RSS sum.
+   the Spark Python workers (the process tree under this process), from /proc, sampled
+   each second of the latency phase's last ``MEMORY_WINDOW_S``: PSS (each shared page
+   divided among its sharers: what the tree holds) and the plain RSS sum. A 90 s phase
+   lets Spark reap the Python workers that planned the query (idle for a minute by
+   then), as in a loader that has been running a while.
 
 The stack runs as child processes of this one but is excluded from the memory figures.
 """
@@ -46,6 +49,7 @@ from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.spark import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
 CTX_A = SchemaKey.parse("iglu:com.acme/ctx_a/jsonschema/1-0-0")
 CTX_B = SchemaKey.parse("iglu:com.acme/ctx_b/jsonschema/1-0-0")
@@ -176,6 +180,7 @@ def _sustained(
     started = time.monotonic()
     query = loader.start()
     while loader.writer.totals.events_in < events:
+        _check_running(query)
         time.sleep(0.05)
     elapsed = time.monotonic() - started
     query.processAllAvailable()
@@ -183,6 +188,12 @@ def _sustained(
     (first_at, first_count), (last_at, last_count) = ends[0], ends[-1]
     steady = (last_count - first_count) / (last_at - first_at) if len(ends) > 1 else 0.0
     return steady, events / elapsed
+
+
+def _check_running(query: StreamingQuery) -> None:
+    """Stop the bench with the query's error instead of waiting forever for its rows."""
+    if not query.isActive:
+        raise SystemExit(f"the loader's query stopped: {query.exception()}")
 
 
 def _ceiling(stack: LocalStack, rows: int) -> float:
@@ -212,7 +223,7 @@ def _latency(
     publisher = publisher_client(stack.endpoints.pubsub_target)
     total = int(rate * seconds)
     started = time.monotonic()
-    futures = []
+    futures: list[Any] = []
     memory_samples: list[tuple[int, int]] = []
     for n in range(total):
         due = started + n / rate
@@ -220,11 +231,17 @@ def _latency(
         if pause > 0:
             time.sleep(pause)
         futures.append(publisher.publish(topic, _line(n)[1].encode()))
-        if n % rate == 0 and n > rate * seconds / 2:
-            memory_samples.append(_loader_memory())
+        if n % rate == 0:
+            # Keep only unresolved publishes: the driver's memory is measured, not the bench's.
+            for future in [f for f in futures if f.done()]:
+                future.result()
+            futures = [f for f in futures if not f.done()]
+            if n > rate * max(seconds - MEMORY_WINDOW_S, seconds / 2):
+                memory_samples.append(_loader_memory())
     for future in futures:
         future.result(timeout=60)
     while loader.writer.totals.events_in < total:
+        _check_running(query)
         time.sleep(0.1)
     query.processAllAvailable()
     loader.stop(30)
@@ -279,6 +296,7 @@ def _loader_memory() -> tuple[int, int]:
 
 
 ROOT = Path(tempfile.mkdtemp(prefix="plowline-bench-loader-"))
+MEMORY_WINDOW_S = 15.0
 
 
 def main() -> None:
@@ -293,7 +311,7 @@ def main() -> None:
         "--rate", type=int, default=1000, help="offered events/s for the latency phase (1000)"
     )
     parser.add_argument(
-        "--seconds", type=float, default=20.0, help="length of the latency phase (20)"
+        "--seconds", type=float, default=90.0, help="length of the latency phase (90)"
     )
     args = parser.parse_args()
     stack = start_stack(ROOT / "stack", StackConfig())
