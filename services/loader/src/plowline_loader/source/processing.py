@@ -101,15 +101,11 @@ def processing_source(name: str, process: TaskFunction) -> type[DataSource]:
     """Return a ``pubsub`` source class, named ``name``, that runs ``process`` in its tasks."""
 
     class ProcessingPubSubDataSource(PubSubDataSource):
-        @classmethod
-        def name(cls) -> str:
-            return name
+        format_name = name
+        row_schema = REPORT_SCHEMA
 
-        def schema(self) -> StructType:
-            return REPORT_SCHEMA
-
-        def streamReader(self, schema: StructType) -> PubSubStreamReader:  # noqa: N802 - Spark's hook name
-            return ProcessingStreamReader(PubSubSourceOptions.parse(self.options), process)
+        def stream_reader_for(self, options: PubSubSourceOptions) -> PubSubStreamReader:
+            return ProcessingStreamReader(options, process)
 
     return ProcessingPubSubDataSource
 

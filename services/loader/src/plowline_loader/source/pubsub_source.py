@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
@@ -299,20 +299,31 @@ class PubSubStreamReader(DataSourceStreamReader):
 
 
 class PubSubDataSource(DataSource):
-    """The ``pubsub`` format: a streaming-only source over one subscription."""
+    """The ``pubsub`` format: a streaming-only source over one subscription.
+
+    Notes:
+        A variant (``source.processing``) changes the class attributes and ``stream_reader_for``.
+    """
+
+    format_name: ClassVar[str] = FORMAT
+    row_schema: ClassVar[StructType] = SCHEMA
 
     @classmethod
     def name(cls) -> str:
         """Return the format name used in ``readStream.format``."""
-        return FORMAT
+        return cls.format_name
 
     def schema(self) -> StructType:
         """Return the fixed row schema (ack id, subscription, message fields)."""
-        return SCHEMA
+        return self.row_schema
 
     def streamReader(self, schema: StructType) -> PubSubStreamReader:  # noqa: N802 - Spark's hook name
         """Return the stream reader configured by this source's options."""
-        return PubSubStreamReader(PubSubSourceOptions.parse(self.options))
+        return self.stream_reader_for(PubSubSourceOptions.parse(self.options))
+
+    def stream_reader_for(self, options: PubSubSourceOptions) -> PubSubStreamReader:
+        """Return the stream reader for validated options."""
+        return PubSubStreamReader(options)
 
 
 def register_pubsub_source(spark: SparkSession) -> None:
