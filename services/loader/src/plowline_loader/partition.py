@@ -110,9 +110,10 @@ def process_in_chunks(
                 outcome = outcome.merge(writing.result())
                 written, writing = written + 1, None
         except TransientError as error:
-            # A chunk may have failed to prepare while the one before was being written.
-            late = writing.exception() if writing is not None else error
-            if late is None and writing is not None:
+            # A chunk may have failed to prepare while the one before was being written:
+            # settle that write (a write that failed is still ``writing``).
+            late = writing.exception() if writing is not None else None
+            if writing is not None and late is None:
                 outcome = outcome.merge(writing.result())
                 written += 1
             elif late is not None and not isinstance(late, TransientError):

@@ -5,7 +5,8 @@ Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of o
 the source's ``read()`` (``source.processing``: the rows never leave the Python worker
 that pulled them), and the driver merges the reports into the metrics. In exactly-once
 mode the rows are shuffled by event id first, so there the source is the plain
-``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...))``. When a partition reports a transient error (its deliveries were
+``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...))``.
+When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again (pulling the nacked messages back); readiness returns with the first batch
 that goes through.
@@ -86,7 +87,7 @@ class BatchWriter:
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
     ) -> None:
-        self.partition = partition
+        self._partition = partition
         self._observer = observer
         self._settings = settings
         self._readiness = readiness
@@ -130,7 +131,7 @@ class BatchWriter:
     def _run(self, frame: DataFrame) -> list[PartitionReport]:
         """Run the batch's one action; return the partitions' reports."""
         if self._keyed:
-            reports: list[PartitionReport] = frame.rdd.mapPartitions(self.partition).collect()
+            reports: list[PartitionReport] = frame.rdd.mapPartitions(self._partition).collect()
             return reports
         return [report_of(row) for row in frame.collect()]
 
@@ -188,9 +189,8 @@ class StreamingLoader:
         acks = AckSettings(
             config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
         )
-        self.writer = BatchWriter(
-            StreamingPartition(config, acks), settings, self.readiness, metrics, observer
-        )
+        self._partition = StreamingPartition(config, acks)
+        self.writer = BatchWriter(self._partition, settings, self.readiness, metrics, observer)
         self._query: StreamingQuery | None = None
 
     @property
@@ -206,7 +206,7 @@ class StreamingLoader:
         source = FORMAT
         if not self._config.exactly_once:
             source = PROCESSING_FORMAT
-            register_processing_source(self._spark, source, self.writer.partition)
+            register_processing_source(self._spark, source, self._partition)
         reader = (
             self._spark.readStream.format(source)
             .option("subscription", self._config.input_subscription)

@@ -22,7 +22,14 @@ from itertools import compress
 from operator import call, itemgetter
 from typing import Any
 
-from plowline_core.event.fields import ENRICHED_FIELDS, FIELD_COUNT, Kind
+from plowline_core.event.fields import (
+    CONTEXTS_AT,
+    DERIVED_CONTEXTS_AT,
+    ENRICHED_FIELDS,
+    FIELD_COUNT,
+    UNSTRUCT_EVENT_AT,
+    Kind,
+)
 from plowline_core.event.values import (
     BOOLEAN_SHAPE,
     BOOLEANS,
@@ -76,8 +83,6 @@ _CONVERTED = tuple(field for field in _TYPED if field.kind is not Kind.TIMESTAMP
 _CONVERTED_NAMES = tuple(field.name for field in _CONVERTED)
 _CONVERTED_VALUES = itemgetter(*(field.index - 1 for field in _CONVERTED))
 _CONVERTED_BY = tuple(_CONVERTERS[field.kind] for field in _CONVERTED)
-_ENTITY_AT = tuple(field.index - 1 for field in ENRICHED_FIELDS if field.is_entity)
-_CONTEXTS, _UNSTRUCT_EVENT, _DERIVED_CONTEXTS = _ENTITY_AT
 
 # How a shape decoder writes the value of a non-empty field at ``v[i]``; timestamps are
 # ``t[k]``, the k-th of the line's converted timestamps.
@@ -117,10 +122,7 @@ def decode_any_shape(values: list[str]) -> dict[str, Any] | None:
         or _TYPED_SHAPE.fullmatch("\t".join(_TYPED_VALUES(values))) is None
     ):
         return None
-    # Only atomic positions are kept: the entity ones are read as empty.
-    kept = values.copy()
-    kept[_CONTEXTS] = kept[_UNSTRUCT_EVENT] = kept[_DERIVED_CONTEXTS] = ""
-    atomic: dict[str, Any] = dict(zip(compress(_NAMES, kept), compress(kept, kept), strict=True))
+    atomic = atomic_texts(values)
     # Decoded values replace their texts in place, so the dict keeps TSV order.
     texts = _TIMESTAMP_VALUES(values)
     isos = iso_timestamps(texts)
@@ -138,6 +140,13 @@ def decode_any_shape(values: list[str]) -> dict[str, Any] | None:
     except ValueError:  # a number of the right characters but the wrong form, e.g. "1-2"
         return None
     return atomic
+
+
+def atomic_texts(values: list[str]) -> dict[str, Any]:
+    """Return every non-empty atomic text of a line by field name, in TSV order."""
+    kept = values.copy()  # the entity positions are read as empty
+    kept[CONTEXTS_AT] = kept[UNSTRUCT_EVENT_AT] = kept[DERIVED_CONTEXTS_AT] = ""
+    return dict(zip(compress(_NAMES, kept), compress(kept, kept), strict=True))
 
 
 def shape_decoder(shape: tuple[int, ...]) -> AtomicDecoder:

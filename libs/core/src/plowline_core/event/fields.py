@@ -179,6 +179,15 @@ ENRICHED_FIELDS: tuple[EnrichedField, ...] = (
 
 FIELD_COUNT = len(ENRICHED_FIELDS)
 
+ENTITY_POSITIONS: tuple[int, ...] = tuple(
+    field.index - 1 for field in ENRICHED_FIELDS if field.is_entity
+)
+"""The 0-based TSV positions of the self-describing JSON fields, in TSV order."""
+CONTEXTS_AT, UNSTRUCT_EVENT_AT, DERIVED_CONTEXTS_AT = (
+    next(field.index - 1 for field in ENRICHED_FIELDS if field.name == name)
+    for name in ("contexts", "unstruct_event", "derived_contexts")
+)
+
 _BIGQUERY_TYPES = {
     Kind.STRING: FieldType.STRING,
     Kind.UUID: FieldType.STRING,

@@ -19,9 +19,15 @@ from operator import itemgetter
 from typing import Any
 
 from plowline_core.badrows.rows import INVALID_UTF8_PREFIX, ParsingErrorRow
-from plowline_core.event.atomic import decode_valid_atomic
+from plowline_core.event.atomic import atomic_texts, decode_valid_atomic
 from plowline_core.event.entities import EntityError, decode_contexts, decode_unstruct_event
-from plowline_core.event.fields import ENRICHED_FIELDS, FIELD_COUNT, EnrichedField, Kind
+from plowline_core.event.fields import (
+    ENRICHED_FIELDS,
+    ENTITY_POSITIONS,
+    FIELD_COUNT,
+    EnrichedField,
+    Kind,
+)
 from plowline_core.event.model import EnrichedEvent, SelfDescribingData
 from plowline_core.event.values import (
     BOOLEANS,
@@ -51,7 +57,6 @@ _TARGETS = {
 
 _DECODER_AT = tuple(_DECODERS.get(field.kind) for field in ENRICHED_FIELDS)
 _REQUIRED_AT = frozenset(field.index - 1 for field in ENRICHED_FIELDS if field.required)
-_NAMES = tuple(field.name for field in ENRICHED_FIELDS)
 _CHECKED_AT = tuple(field.index - 1 for field in ENRICHED_FIELDS if field.kind is not Kind.STRING)
 _CHECKED_VALUES = itemgetter(*_CHECKED_AT)
 _LIMITED = tuple(
@@ -60,12 +65,7 @@ _LIMITED = tuple(
 _LIMITED_AT = tuple(field.index - 1 for field in _LIMITED)
 _LIMITED_VALUES = itemgetter(*_LIMITED_AT)
 _LIMITS = tuple(field.max_length or 0 for field in _LIMITED)
-_ENTITY_AT = tuple(field.index - 1 for field in ENRICHED_FIELDS if field.is_entity)
-_ENTITY_VALUES = itemgetter(*_ENTITY_AT)
-_CONTEXTS, _UNSTRUCT_EVENT, _DERIVED_CONTEXTS = (
-    next(field.index - 1 for field in ENRICHED_FIELDS if field.name == name)
-    for name in ("contexts", "unstruct_event", "derived_contexts")
-)
+_ENTITY_VALUES = itemgetter(*ENTITY_POSITIONS)
 
 
 def parse(line: str, *, validate_field_lengths: bool = False) -> EnrichedEvent | ParsingErrorRow:
@@ -136,7 +136,7 @@ def decode_fields(
     """
     looked_at: Iterable[int]
     if atomic is not None:
-        looked_at = compress(_ENTITY_AT, _ENTITY_VALUES(values))
+        looked_at = compress(ENTITY_POSITIONS, _ENTITY_VALUES(values))
     else:
         positions = _REQUIRED_AT.union(compress(_CHECKED_AT, _CHECKED_VALUES(values)))
         if validate_field_lengths:
@@ -187,9 +187,7 @@ def _event(
     if atomic is not None:
         return EnrichedEvent(atomic, contexts, derived, unstruct)
     # Every non-empty atomic text in TSV order, then the decoded values in their slots.
-    kept = values.copy()
-    kept[_CONTEXTS] = kept[_UNSTRUCT_EVENT] = kept[_DERIVED_CONTEXTS] = ""
-    atomic = dict(zip(compress(_NAMES, kept), compress(kept, kept), strict=True))
+    atomic = atomic_texts(values)
     atomic.update(decoded)
     if None in decoded.values():  # a non-finite double is a NULL
         atomic = {name: value for name, value in atomic.items() if value is not None}

@@ -38,7 +38,12 @@ import orjson
 from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.event.atomic import decode_valid_atomic
-from plowline_core.event.fields import FIELD_COUNT
+from plowline_core.event.fields import (
+    CONTEXTS_AT,
+    DERIVED_CONTEXTS_AT,
+    FIELD_COUNT,
+    UNSTRUCT_EVENT_AT,
+)
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import decode_fields, parse
@@ -59,9 +64,8 @@ _CONTEXTS = ShredProperty.CONTEXTS
 _DERIVED = ShredProperty.DERIVED_CONTEXTS
 _UNSTRUCT = ShredProperty.UNSTRUCT_EVENT
 
-# TSV positions of the entity fields and the envelopes the fused path accepts as they are
+# The envelopes the fused path accepts as they are
 # (the parser accepts any 1-0-*; others take the careful path).
-_CONTEXTS_AT, _UNSTRUCT_AT, _DERIVED_AT = 52, 58, 122
 _CONTEXTS_ENVELOPES = frozenset(
     f"iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-{n}" for n in range(2)
 )
@@ -224,18 +228,18 @@ class RowBuilder:
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         errors: list[CastError] = []
         seen = 0
-        text = values[_CONTEXTS_AT]
+        text = values[CONTEXTS_AT]
         if text:
             seen = _fused_contexts(text, self._by_uri[_CONTEXTS], data, errors)
             if seen < 0:
                 return None
-        text = values[_DERIVED_AT]
+        text = values[DERIVED_CONTEXTS_AT]
         if text:
             bits = _fused_contexts(text, self._by_uri[_DERIVED], data, errors)
             if bits < 0:
                 return None
             seen |= bits
-        text = values[_UNSTRUCT_AT]
+        text = values[UNSTRUCT_EVENT_AT]
         if text:
             # Subscripts, not checks: anything irregular raises, and the careful path decides.
             document = _loads(text)
