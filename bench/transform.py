@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 from plowline_core.badrows import Processor
+from plowline_core.event.atomic import NATIVE
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
@@ -342,6 +343,8 @@ def main() -> None:
     print(f"plowline transform benchmark: {len(lines)} lines, seed {args.seed}, ", end="")
     print(f"column mode {args.column_mode}, median of {args.repeat}, one core")
     print("  mix: " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
+    decoder = "C extension" if NATIVE else "pure Python (the C extension is not built)"
+    print(f"  line decoder: {decoder}")
     print(f"  (a) transform line -> row bytes  {full:>10,.0f} events/s")
     print(f"  (b) floor split + json.loads     {floor:>10,.0f} events/s")
     print(f"  (c) ratio (a)/(b)                {full / floor:>10.2f}")

@@ -8,6 +8,11 @@ FROM ghcr.io/astral-sh/uv:0.13.9 AS uv
 
 FROM python:3.11.11-slim-bookworm AS builder
 COPY --from=uv /uv /uvx /bin/
+# gcc: plowline-core builds one C extension (the enriched-line decoder); the runtime stage
+# gets only the built venv.
+RUN apt-get update \
+ && apt-get install --yes --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 ENV UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
     UV_PYTHON_DOWNLOADS=never \

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plowline_core.badrows import Processor
-from plowline_core.event.atomic import decode_valid_atomic
+from plowline_core.event.atomic import decode_valid_atomic, decode_valid_line
 from plowline_core.event.fields import ENRICHED_FIELDS, Kind
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse
@@ -217,10 +217,9 @@ def test_an_enrich_line_with_known_entities_takes_the_fused_path() -> None:
         geo_latitude="-1.5e-3",
         txn_id="+12",
     )
-    values = line.split("\t")
-    atomic = decode_valid_atomic(values)
-    assert atomic is not None
-    row = BUILDERS[ColumnMode.FULL]._fused(values, atomic)
+    valid = decode_valid_line(line)
+    assert valid is not None
+    row = BUILDERS[ColumnMode.FULL]._fused(*valid)
     assert row is not None
     assert _careful(BUILDERS[ColumnMode.FULL], line) == _outcome(row)
 

@@ -28,6 +28,20 @@ def test_dockerfile_is_multi_stage_with_uv_from_its_official_image(deploy: Any, 
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_dockerfile_builds_the_workspace_where_a_c_compiler_is_installed(
+    deploy: Any, name: str
+) -> None:
+    """The stage that builds the workspace (plowline-core has a C extension) installs gcc first."""
+    installs_gcc = [
+        any("apt-get install" in args and " gcc" in args for args in s.all("RUN"))
+        for s in deploy.stages(name)
+        if any("uv sync" in args and "--no-install-workspace" not in args for args in s.all("RUN"))
+    ]
+    expected = [True]
+    assert expected == installs_gcc
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_dockerfile_bases_are_pinned_by_exact_version(deploy: Any, name: str) -> None:
     """Every external FROM is an exact version tag (python 3.11.N slim-bookworm or uv X.Y.Z)."""
     stages = deploy.stages(name)

@@ -43,6 +43,9 @@ from plowline_core.event.values import (
 AtomicDecoder = Callable[[list[str]], "dict[str, Any] | None"]
 """A decoder of the atomic values of a line's 131 fields (None: look closer)."""
 
+ValidLine = tuple[dict[str, Any], str, str, str]
+"""A line's atomic values, then its contexts, unstruct_event and derived_contexts texts."""
+
 SHAPES_CAP = 512
 """Line shapes given a compiled decoder; lines of other shapes take the general decoder."""
 
@@ -95,6 +98,22 @@ _INLINE = {
 }
 
 _decoders: dict[tuple[int, ...], AtomicDecoder] = {}
+
+
+def decode_valid_line_python(line: str) -> ValidLine | None:
+    """Return the atomic values and entity texts of a line valid as enrich writes it, or None.
+
+    Notes:
+        None, without raising, for a line of another field count or one that
+        ``decode_valid_atomic`` leaves to the parser. The entity texts are not looked at.
+    """
+    values = line.split("\t")
+    if len(values) != FIELD_COUNT:
+        return None
+    atomic = decode_valid_atomic(values)
+    if atomic is None:
+        return None
+    return atomic, values[CONTEXTS_AT], values[UNSTRUCT_EVENT_AT], values[DERIVED_CONTEXTS_AT]
 
 
 def decode_valid_atomic(values: list[str]) -> dict[str, Any] | None:
@@ -207,3 +226,31 @@ def _checker(kinds: tuple[Kind, ...]) -> Callable[[str], re.Match[str] | None]:
 def _none(values: list[str]) -> dict[str, Any] | None:
     """Decode a line of a shape missing a required field: always look closer."""
     return None
+
+
+# The kind codes of the C decoder, in its order; entity fields are the last code.
+NATIVE_KINDS = (Kind.STRING, Kind.UUID, Kind.TIMESTAMP, Kind.INT, Kind.DOUBLE, Kind.BOOLEAN)
+
+
+def native_fields() -> list[tuple[str, int, bool]]:
+    """Return the field table as the C decoder takes it: (name, kind code, required)."""
+    return [
+        (
+            field.name,
+            len(NATIVE_KINDS) if field.is_entity else NATIVE_KINDS.index(field.kind),
+            field.required,
+        )
+        for field in ENRICHED_FIELDS
+    ]
+
+
+decode_valid_line: Callable[[str], ValidLine | None]
+"""``decode_valid_line_python``, in C when the extension is there."""
+try:
+    from plowline_core.event._native import LineDecoder
+except ImportError:  # a source tree nobody built: the reference answers, only slower
+    NATIVE = False
+    decode_valid_line = decode_valid_line_python
+else:
+    NATIVE = True
+    decode_valid_line = LineDecoder(native_fields()).decode

@@ -20,8 +20,8 @@ Notes:
     (schema key, shred property) for the builder's lifetime (build a new builder to pick up
     a schema superseded in place); misses are not cached here (the resolver caches them for
     its TTL), so a schema published later is picked up.
-    Speed: ``transform_line`` first tries a fused path (split once, atomic values by
-    ``decode_valid_atomic``, entities looked up by their URI text among the plans already
+    Speed: ``transform_line`` first tries a fused path (atomic values and entity texts by
+    ``decode_valid_line``, in C, entities looked up by their URI text among the plans already
     compiled). Any irregularity — an invalid or unusual value, an unknown or new schema, a
     cast problem, any exception — sends the line down the careful path (``parse`` then
     ``build``), which makes the exact bad row; so a row from the fused path is always the
@@ -37,13 +37,8 @@ import orjson
 
 from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
 from plowline_core.errors import RegistryUnavailable
-from plowline_core.event.atomic import decode_valid_atomic
-from plowline_core.event.fields import (
-    CONTEXTS_AT,
-    DERIVED_CONTEXTS_AT,
-    FIELD_COUNT,
-    UNSTRUCT_EVENT_AT,
-)
+from plowline_core.event.atomic import decode_valid_line
+from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import decode_fields, parse
@@ -128,12 +123,12 @@ class RowBuilder:
         Raises:
             RegistryUnavailable: a registry could not answer; retry later, do not ack.
         """
-        values = line.split("\t")
-        atomic = decode_valid_atomic(values) if len(values) == FIELD_COUNT else None
-        if atomic is not None:
+        valid = decode_valid_line(line)
+        if valid is not None:
+            atomic, contexts, unstruct, derived = valid
             width = len(atomic)
             try:
-                row = self._fused(values, atomic)
+                row = self._fused(atomic, contexts, unstruct, derived)
             except Exception:  # any surprise: the careful path decides, and explains
                 row = None
             if row is not None:
@@ -142,11 +137,11 @@ class RowBuilder:
             # and let the careful path judge the entities.
             for key in list(atomic)[width:]:
                 del atomic[key]
-            event: EnrichedEvent | BadRow = decode_fields(values, line, atomic=atomic)
-        elif len(values) == FIELD_COUNT:
-            event = decode_fields(values, line)  # what parse(line) gives, without a retry
+            event: EnrichedEvent | BadRow = decode_fields(line.split("\t"), line, atomic=atomic)
         else:
-            event = parse(line)
+            # What parse(line) gives, without decoding the atomic values a second time.
+            values = line.split("\t")
+            event = decode_fields(values, line) if len(values) == FIELD_COUNT else parse(line)
         if not isinstance(event, EnrichedEvent):
             return event
         return self.build(event)
@@ -215,7 +210,9 @@ class RowBuilder:
             types = self._types_of(seen)
         return TransformedRow(data["event_id"], data, types)
 
-    def _fused(self, values: list[str], data: dict[str, Any]) -> TransformedRow | None:
+    def _fused(
+        self, data: dict[str, Any], contexts: str, unstruct: str, derived: str
+    ) -> TransformedRow | None:
         """Return the row of a line valid in every respect, else None (see the module notes).
 
         Raises:
@@ -228,21 +225,18 @@ class RowBuilder:
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         errors: list[CastError] = []
         seen = 0
-        text = values[CONTEXTS_AT]
-        if text:
-            seen = _fused_contexts(text, self._by_uri[_CONTEXTS], data, errors)
+        if contexts:
+            seen = _fused_contexts(contexts, self._by_uri[_CONTEXTS], data, errors)
             if seen < 0:
                 return None
-        text = values[DERIVED_CONTEXTS_AT]
-        if text:
-            bits = _fused_contexts(text, self._by_uri[_DERIVED], data, errors)
+        if derived:
+            bits = _fused_contexts(derived, self._by_uri[_DERIVED], data, errors)
             if bits < 0:
                 return None
             seen |= bits
-        text = values[UNSTRUCT_EVENT_AT]
-        if text:
+        if unstruct:
             # Subscripts, not checks: anything irregular raises, and the careful path decides.
-            document = _loads(text)
+            document = _loads(unstruct)
             entity = document["data"]
             if document["schema"] not in _UNSTRUCT_ENVELOPES or type(entity) is not dict:
                 return None
