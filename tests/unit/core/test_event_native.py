@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -214,3 +215,23 @@ def test_decoding_a_non_text_is_a_type_error() -> None:
     decoder = _native.LineDecoder(native_fields())
     with pytest.raises(TypeError, match="takes a str, not bytes"):
         decoder.decode(b"\t" * (FIELD_COUNT - 1))
+
+
+def test_decoding_holds_no_memory_per_line() -> None:
+    """A hundred thousand lines, valid and not, leave allocated memory where it was."""
+    lines = [
+        enriched_line(page_title="caf\u00e9", txn_id="12", se_value="2.5"),
+        enriched_line(page_title="\u20ac", collector_tstamp="yesterday"),
+        enriched_line() + "\textra",
+        enriched_line(event_id="C6EF3124-B53A-4B13-A233-0088F79DCBCB", br_cookies="1"),
+    ]
+    for line in lines * 1000:  # warm every path
+        decode_valid_line(line)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(25_000):
+        for line in lines:
+            decode_valid_line(line)
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 64 * 1024

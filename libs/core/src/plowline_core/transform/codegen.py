@@ -1,8 +1,11 @@
-"""RECORD casters compiled to straight-line Python (``exec``), as ``dataclasses`` does.
+"""RECORD casters for the common case: in C, or compiled to straight-line Python (``exec``).
 
 The general RECORD walk in :mod:`plowline_core.transform.cast` handles every case; this
-module builds, per RECORD field, a function for the common one (all keys raw sub-field
-names, every cast clean) and hands anything else back to the general walk.
+module builds, per RECORD field, a caster for the common one (all keys raw sub-field
+names, every cast clean) that hands anything else back to the general walk. The caster is
+the C extension's ``RecordCaster`` when it was built (the package build always builds
+it); ``straight_line_record`` is its reference, generated as ``dataclasses`` does, and the
+two answer alike (tests/unit/core/test_transform_record_codegen.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,13 @@ from typing import Any
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.transform.problems import Caster
 from plowline_core.transform.scalar import INT64_MAX, NUMERIC_TYPES
+
+try:
+    from plowline_core.transform import _record
+except ImportError:  # a source tree nobody built: the straight-line Python answers
+    NATIVE = False
+else:
+    NATIVE = True
 
 
 class _Missing:
@@ -29,7 +39,48 @@ def specialised_record(
     as_is: tuple[frozenset[type], ...],
     general: Caster,
 ) -> Caster | None:
-    """Return a RECORD caster compiled to straight-line code for the common case, or None.
+    """Return a RECORD caster for the common case (see ``straight_line_record``), or None.
+
+    Notes:
+        None when raw names are not distinct strings. The C ``RecordCaster`` when built.
+    """
+    raw_names = tuple(sub.name for sub in subs)
+    if len(set(raw_names)) != len(raw_names) or not all(type(n) is str for n in raw_names):
+        return None
+    if not NATIVE:
+        return straight_line_record(subs, names, direct, as_is, general)
+    keep = tuple(keep_flags(sub, kept) for sub, kept in zip(subs, as_is, strict=True))
+    required = tuple(sub.mode is Mode.REQUIRED for sub in subs)
+    caster: Caster = _record.RecordCaster(raw_names, names, direct, keep, required, general)
+    return caster
+
+
+def keep_flags(sub: Field, as_is: frozenset[type]) -> int:
+    """Return the C caster's flags of the value types ``sub`` stores as they are.
+
+    Notes:
+        The types in ``as_is``, and numbers as ``_kept_test`` keeps them: for a non-REPEATED
+        INTEGER an int within int64, for FLOAT/NUMERIC also a finite float.
+    """
+    by_type = {type(None): _record.KEEP_NONE, bool: _record.KEEP_BOOL, str: _record.KEEP_STR}
+    flags = 0
+    for kind in as_is:
+        flags |= by_type[kind]
+    if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES:
+        flags |= _record.KEEP_INT64
+        if sub.type is not FieldType.INTEGER:
+            flags |= _record.KEEP_FINITE
+    return flags
+
+
+def straight_line_record(
+    subs: tuple[Field, ...],
+    names: tuple[str, ...],
+    direct: tuple[Caster, ...],
+    as_is: tuple[frozenset[type], ...],
+    general: Caster,
+) -> Caster:
+    """Return a RECORD caster compiled to straight-line code for the common case.
 
     Notes:
         The generated function handles an object whose keys are all raw sub-field names,
@@ -38,8 +89,6 @@ def specialised_record(
         (errors appended meanwhile are removed first). Raw names must be distinct strings.
     """
     raw_names = tuple(sub.name for sub in subs)
-    if len(set(raw_names)) != len(raw_names) or not all(type(n) is str for n in raw_names):
-        return None
     namespace: dict[str, Any] = {
         "_general": general,
         "_M": MISSING,
