@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.schema.names import normalize_field_name
-from plowline_core.transform import _record as _record_module
+from plowline_core.transform import _record_caster
 from plowline_core.transform.cast import _as_is_types, _non_null_caster, caster_for
 from plowline_core.transform.codegen import specialised_record, straight_line_record
 
@@ -109,7 +109,7 @@ def test_the_c_record_caster_answers_as_the_straight_line_python(
     plan = _plan(_record(subs), mode)
     native = specialised_record(*plan, _general)
     reference = straight_line_record(*plan, _general)
-    assert isinstance(native, _record_module.RecordCaster)
+    assert isinstance(native, _record_caster.RecordCaster)
     expected = _call(reference, value, list(earlier))
     actual = _call(native, value, list(earlier))
     assert repr(expected) == repr(actual)  # repr: tells 1 from 1.0 and True, and nan from nan
@@ -148,7 +148,7 @@ def test_the_c_record_caster_sends_anything_but_a_plain_dict_to_the_general_walk
 
 def test_the_c_record_caster_refuses_a_plan_it_cannot_follow() -> None:
     """Mismatched or repeated names and unknown flags fail at construction, named."""
-    caster = _record_module.RecordCaster
+    caster = _record_caster.RecordCaster
     ok = (("a",), ("a",), (_general,), (0,), (False,), _general)
     caster(*ok)
     with pytest.raises(ValueError, match="names must be a tuple of 1 items"):

@@ -247,7 +247,7 @@ def native_fields() -> list[tuple[str, int, bool]]:
 decode_valid_line: Callable[[str], ValidLine | None]
 """``decode_valid_line_python``, in C when the extension is there."""
 try:
-    from plowline_core.event._native import LineDecoder
+    from plowline_core.event._line_decoder import LineDecoder
 except ImportError:  # a source tree nobody built: the reference answers, only slower
     NATIVE = False
     decode_valid_line = decode_valid_line_python

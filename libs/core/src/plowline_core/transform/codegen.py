@@ -17,7 +17,7 @@ from plowline_core.transform.problems import Caster
 from plowline_core.transform.scalar import INT64_MAX, NUMERIC_TYPES
 
 try:
-    from plowline_core.transform import _record
+    from plowline_core.transform import _record_caster as _record
 except ImportError:  # a source tree nobody built: the straight-line Python answers
     NATIVE = False
 else:

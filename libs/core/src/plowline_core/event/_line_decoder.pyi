@@ -1,4 +1,4 @@
-"""The C decoder of enriched lines (``_native.c``); see ``atomic.decode_valid_line``."""
+"""The C decoder of enriched lines (``_line_decoder.c``); see ``atomic.decode_valid_line``."""
 
 from collections.abc import Sequence
 from typing import Any

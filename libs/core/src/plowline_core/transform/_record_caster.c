@@ -1,5 +1,5 @@
 /*
- * plowline_core.transform._record: the common case of a RECORD caster, in C.
+ * plowline_core.transform._record_caster: the common case of a RECORD caster, in C.
  *
  * ``RecordCaster(raw_names, names, casters, keep, required, general)`` is called as
  * ``caster(value, errors)`` and answers exactly as the straight-line Python that
@@ -326,7 +326,7 @@ static PyType_Slot RecordCaster_slots[] = {
 };
 
 static PyType_Spec RecordCaster_spec = {
-    .name = "plowline_core.transform._record.RecordCaster",
+    .name = "plowline_core.transform._record_caster.RecordCaster",
     .basicsize = sizeof(RecordCaster),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC
              | Py_TPFLAGS_HAVE_VECTORCALL,
@@ -362,14 +362,14 @@ static PyModuleDef_Slot record_slots[] = {
 
 static struct PyModuleDef record_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "plowline_core.transform._record",
+    .m_name = "plowline_core.transform._record_caster",
     .m_doc = "The common case of RECORD casters, in C (see codegen.specialised_record).",
     .m_size = 0,
     .m_slots = record_slots,
 };
 
 PyMODINIT_FUNC
-PyInit__record(void)
+PyInit__record_caster(void)
 {
     return PyModuleDef_Init(&record_module);
 }

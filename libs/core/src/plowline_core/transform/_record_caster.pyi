@@ -1,4 +1,4 @@
-"""The C RECORD caster (``_record.c``); see ``codegen.specialised_record``."""
+"""The C RECORD caster (``_record_caster.c``); see ``codegen.specialised_record``."""
 
 from collections.abc import Callable
 from typing import Any

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plowline_core.event import _native, atomic
+from plowline_core.event import _line_decoder, atomic
 from plowline_core.event.atomic import (
     NATIVE,
     ValidLine,
@@ -137,7 +137,7 @@ def _agree(line: str) -> None:
 def test_the_package_build_made_the_extension() -> None:
     """The installed package decodes lines in C (a silent fallback would only be slower)."""
     assert NATIVE
-    assert isinstance(atomic.decode_valid_line.__self__, _native.LineDecoder)  # type: ignore[attr-defined]
+    assert isinstance(atomic.decode_valid_line.__self__, _line_decoder.LineDecoder)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("field", _TYPED, ids=lambda field: field.name)
@@ -203,16 +203,16 @@ def test_the_entity_texts_come_back_in_tsv_order() -> None:
 def test_a_decoder_refuses_a_field_table_it_cannot_hold() -> None:
     """Bad field tables fail at construction with a message naming the problem."""
     with pytest.raises(ValueError, match="unknown kind 9"):
-        _native.LineDecoder([("a", 9, False)])
+        _line_decoder.LineDecoder([("a", 9, False)])
     with pytest.raises(ValueError, match="1 to 256 fields"):
-        _native.LineDecoder([("a", 0, False)] * 300)
+        _line_decoder.LineDecoder([("a", 0, False)] * 300)
     with pytest.raises(TypeError, match="not a \\(name, kind, required\\) tuple"):
-        _native.LineDecoder(["a"])
+        _line_decoder.LineDecoder(["a"])
 
 
 def test_decoding_a_non_text_is_a_type_error() -> None:
     """Bytes are not decoded by accident."""
-    decoder = _native.LineDecoder(native_fields())
+    decoder = _line_decoder.LineDecoder(native_fields())
     with pytest.raises(TypeError, match="takes a str, not bytes"):
         decoder.decode(b"\t" * (FIELD_COUNT - 1))
 
