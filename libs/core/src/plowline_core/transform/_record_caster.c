@@ -105,8 +105,10 @@ RecordCaster_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
     }
     PyObject *result = NULL;
     Py_ssize_t found = 0;
+    Py_ssize_t held = 0; /* items[:held] are strong references (a caster may run any code) */
     for (Py_ssize_t i = 0; i < self->count; i++) {
         PyObject *item = PyDict_GetItemWithError(value, PyTuple_GET_ITEM(self->raw_names, i));
+        items[held++] = Py_XNewRef(item);
         if (item == NULL) {
             if (PyErr_Occurred()) {
                 goto done;
@@ -119,7 +121,6 @@ RecordCaster_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
         else {
             found++;
         }
-        items[i] = item;
     }
     if (found != PyDict_GET_SIZE(value)) {
         result = call_general(self, value, errors);
@@ -165,6 +166,9 @@ RecordCaster_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
     result = out;
 
 done:
+    for (Py_ssize_t i = 0; i < held; i++) {
+        Py_XDECREF(items[i]);
+    }
     if (items != stack_items) {
         PyMem_Free(items);
     }
