@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 from plowline_core.badrows import Processor
-from plowline_core.event.atomic import NATIVE
+from plowline_core.event.atomic import NATIVE as LINE_DECODER_IN_C
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
@@ -44,6 +44,7 @@ from plowline_core.schema.entity import ColumnMode
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.tsv import enriched_line
+from plowline_core.transform.codegen import NATIVE as RECORD_CASTER_IN_C
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 DEFAULT_IGLU = Path(__file__).resolve().parents[2] / "shared" / "iglu-central"
@@ -343,8 +344,8 @@ def main() -> None:
     print(f"plowline transform benchmark: {len(lines)} lines, seed {args.seed}, ", end="")
     print(f"column mode {args.column_mode}, median of {args.repeat}, one core")
     print("  mix: " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
-    decoder = "C extension" if NATIVE else "pure Python (the C extension is not built)"
-    print(f"  line decoder: {decoder}")
+    built = {True: "C", False: "pure Python (its C extension is not built)"}
+    print(f"  line decoder: {built[LINE_DECODER_IN_C]}, RECORD caster: {built[RECORD_CASTER_IN_C]}")
     print(f"  (a) transform line -> row bytes  {full:>10,.0f} events/s")
     print(f"  (b) floor split + json.loads     {floor:>10,.0f} events/s")
     print(f"  (c) ratio (a)/(b)                {full / floor:>10.2f}")
