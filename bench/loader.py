@@ -1,6 +1,7 @@
 """Measure the streaming loader on the local stack: throughput, latency, memory.
 
-Run: ``uv run python bench/loader.py [--events 20000] [--rate 1000] [--seconds 90]``.
+Run: ``uv run python bench/loader.py [--events 20000] [--rate 1000] [--seconds 90]
+[--max-messages 5000]``.
 
 1. Sustained: publish ``--events`` enriched events (3 contexts/unstruct mixes) as a
    backlog, then drain it with the loader (Spark local[2], warmed): events/s Pub/Sub →
@@ -146,19 +147,27 @@ def _publish(stack: LocalStack, topic: str, lines: list[str]) -> None:
         future.result(timeout=120)
 
 
+MAX_MESSAGES = StreamSettings(checkpoint="").max_messages
+"""Messages per partition per micro-batch unless ``--max-messages``: the loader's default."""
+
+
 def _loader(
-    spark: SparkSession, config: WorkerConfig, root: Path, observe: Callable[[BatchOutcome], None]
+    spark: SparkSession,
+    config: WorkerConfig,
+    root: Path,
+    observe: Callable[[BatchOutcome], None],
+    max_messages: int,
 ) -> StreamingLoader:
     settings = StreamSettings(
         checkpoint=str(root / f"cp-{uuid.uuid4().hex[:6]}"),
-        max_messages=2500,
+        max_messages=max_messages,
         pull_timeout_s=0.5,
     )
     return StreamingLoader(spark, config, settings, observer=observe)
 
 
 def _sustained(
-    spark: SparkSession, stack: LocalStack, root: Path, events: int
+    spark: SparkSession, stack: LocalStack, root: Path, events: int, max_messages: int
 ) -> tuple[float, float]:
     """Drain a backlog of ``events``; return events/s at steady state and from query start.
 
@@ -176,7 +185,7 @@ def _sustained(
         seen.append(outcome)
         ends.append((time.monotonic(), sum(o.events_in for o in seen)))
 
-    loader = _loader(spark, _config(stack, root, sub), root, observe)
+    loader = _loader(spark, _config(stack, root, sub), root, observe, max_messages)
     started = time.monotonic()
     query = loader.start()
     while loader.writer.totals.events_in < events:
@@ -214,11 +223,16 @@ def _ceiling(stack: LocalStack, rows: int) -> float:
 
 
 def _latency(
-    spark: SparkSession, stack: LocalStack, root: Path, rate: int, seconds: float
+    spark: SparkSession,
+    stack: LocalStack,
+    root: Path,
+    rate: int,
+    seconds: float,
+    max_messages: int,
 ) -> tuple[float, float, tuple[int, int]]:
     topic, sub = _channel(stack)
     seen: list[BatchOutcome] = []
-    loader = _loader(spark, _config(stack, root, sub), root, seen.append)
+    loader = _loader(spark, _config(stack, root, sub), root, seen.append, max_messages)
     query = loader.start()
     publisher = publisher_client(stack.endpoints.pubsub_target)
     total = int(rate * seconds)
@@ -253,9 +267,13 @@ def _latency(
 
 
 def _children(pid: int) -> list[int]:
+    """Return the process tree under ``pid``; processes and threads may exit meanwhile."""
     out: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        children = (task / "children").read_text().split() if (task / "children").exists() else []
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread (or process) ended since the listing
+            continue
         for child in children:
             out.append(int(child))
             out.extend(_children(int(child)))
@@ -276,7 +294,7 @@ def _memory(pid: int) -> tuple[int, int]:
             line.split(":", 1)
             for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
         )
-    except OSError:
+    except OSError:  # gone, or a zombie (ProcessLookupError)
         return 0, 0
     return int(fields["Rss"].split()[0]) * 1024, int(fields["Pss"].split()[0]) * 1024
 
@@ -311,6 +329,12 @@ def main() -> None:
         "--rate", type=int, default=1000, help="offered events/s for the latency phase (1000)"
     )
     parser.add_argument(
+        "--max-messages",
+        type=int,
+        default=MAX_MESSAGES,
+        help=f"messages per partition per micro-batch (the loader's default, {MAX_MESSAGES})",
+    )
+    parser.add_argument(
         "--seconds", type=float, default=90.0, help="length of the latency phase (90)"
     )
     args = parser.parse_args()
@@ -323,10 +347,14 @@ def main() -> None:
         store.add_fields([column_field(k, s, shred) for k, (s, shred) in SCHEMAS.items()])
         _registry_dir(ROOT)
         spark = build_spark_session(SparkSettings(master="local[2]", app_name="plowline-bench"))
-        _sustained(spark, stack, ROOT, 1000)  # warm-up: first batch, Python workers, clients
-        rate, from_start = _sustained(spark, stack, ROOT, args.events)
+        _sustained(
+            spark, stack, ROOT, 1000, args.max_messages
+        )  # warm-up: first batch, Python workers, clients
+        rate, from_start = _sustained(spark, stack, ROOT, args.events, args.max_messages)
         ceiling = _ceiling(stack, min(args.events, 10_000))
-        p50, p99, (rss, pss) = _latency(spark, stack, ROOT, args.rate, args.seconds)
+        p50, p99, (rss, pss) = _latency(
+            spark, stack, ROOT, args.rate, args.seconds, args.max_messages
+        )
     finally:
         if spark is not None:
             spark.stop()

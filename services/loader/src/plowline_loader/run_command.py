@@ -40,7 +40,7 @@ _FLAGS = {
     "--checkpoint": "Spark checkpoint directory (local path or gs://…; default: a new temp dir)",
     "--master": "Spark master (default local[*])",
     "--port": "health and metrics port (default 8083)",
-    "--max-messages": "messages per partition per micro-batch (default 2500)",
+    "--max-messages": "messages per partition per micro-batch (default 5000)",
     "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
     "--partitions": "Spark partitions (concurrent pull/insert tasks) per micro-batch (default 2)",
     "--trigger-interval": (
