@@ -16,7 +16,7 @@
 #include <structmember.h>
 #include <math.h>
 
-/* Keep flags: the value types a sub-field stores as they are (``codegen.keep_flags``). */
+/* Keep flags: the value types a sub-field stores as they are (``codegen._keep_flags``). */
 enum {
     KEEP_NONE = 1,
     KEEP_BOOL = 2,

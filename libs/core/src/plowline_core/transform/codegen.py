@@ -49,13 +49,13 @@ def specialised_record(
         return None
     if not NATIVE:
         return straight_line_record(subs, names, direct, as_is, general)
-    keep = tuple(keep_flags(sub, kept) for sub, kept in zip(subs, as_is, strict=True))
+    keep = tuple(_keep_flags(sub, kept) for sub, kept in zip(subs, as_is, strict=True))
     required = tuple(sub.mode is Mode.REQUIRED for sub in subs)
     caster: Caster = _record.RecordCaster(raw_names, names, direct, keep, required, general)
     return caster
 
 
-def keep_flags(sub: Field, as_is: frozenset[type]) -> int:
+def _keep_flags(sub: Field, as_is: frozenset[type]) -> int:
     """Return the C caster's flags of the value types ``sub`` stores as they are.
 
     Notes:
