@@ -12,6 +12,11 @@ Adapters translate third-party errors onto this tree at the boundary.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from plowline_core.iglu.outage import RegistryOutage
+
 
 class PlowlineError(Exception):
     """Base of every error plowline raises on purpose."""
@@ -26,7 +31,16 @@ class TransientError(PlowlineError):
 
 
 class RegistryUnavailable(TransientError):
-    """An Iglu registry could not answer (timeout, connection error, 5xx)."""
+    """An Iglu registry could not answer (timeout, connection error, 5xx).
+
+    Notes:
+        ``outages``: the repositories that failed, as the resolver's ledger knows them
+        (since when, last error); empty when raised by a single registry.
+    """
+
+    def __init__(self, message: str, outages: tuple[RegistryOutage, ...] = ()) -> None:
+        super().__init__(message)
+        self.outages = outages
 
 
 class PermanentError(PlowlineError):

@@ -9,7 +9,8 @@ Notes:
     key's vendor first, then embedded before HTTP, then lowest ``priority``, then config order.
     Iglu Central is never added implicitly. Hits and misses are cached for ``cache_ttl``
     seconds of the injected clock (None: forever), at most ``cache_size`` keys, least recently
-    used evicted first (0 disables the cache). Failures are never cached. Safe to share between
+    used evicted first (0 disables the cache). Failures are never cached: they go to the
+    ``OutageLedger`` (``outages``), which ends a repository's outage at its next answer. Safe to share between
     threads: the worst a race can do is look the same key up twice.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 from plowline_core.errors import ConfigError, RegistryUnavailable
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef, ResolverConfig
 from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.outage import OutageLedger, RegistryOutage
 from plowline_core.ports import Clock, Registry
 
 NOT_FOUND = "NotFound"
@@ -87,6 +89,7 @@ class Resolver:
         clock: Clock,
         cache_size: int = 500,
         cache_ttl: float | None = None,
+        outages: OutageLedger | None = None,
     ) -> None:
         if not repositories:
             raise ConfigError("an Iglu resolver needs at least one repository")
@@ -98,17 +101,22 @@ class Resolver:
         self._ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
         # key -> (resolution, expiry or None); insertion order is recency order.
         self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
+        self.outages = outages or OutageLedger()
 
     @classmethod
     def from_config(
-        cls, config: ResolverConfig, registries: Mapping[str, Registry], clock: Clock
+        cls,
+        config: ResolverConfig,
+        registries: Mapping[str, Registry],
+        clock: Clock,
+        outages: OutageLedger | None = None,
     ) -> Resolver:
         """Pair each configured repository with the registry of the same name."""
         missing = [ref.name for ref in config.repositories if ref.name not in registries]
         if missing:
             raise ConfigError(f"no registry built for repositories {missing}")
         pairs = [(ref, registries[ref.name]) for ref in config.repositories]
-        return cls(pairs, clock, config.cache_size, config.cache_ttl)
+        return cls(pairs, clock, config.cache_size, config.cache_ttl, outages)
 
     def resolve(self, key: SchemaKey) -> Resolution:
         """Return the schema or a SchemaNotFound; raise RegistryUnavailable if any repo failed."""
@@ -127,18 +135,22 @@ class Resolver:
     def _lookup(self, key: SchemaKey) -> Resolution:
         history: list[LookupAttempt] = []
         failures: list[str] = []
+        outages: list[RegistryOutage] = []
         for ref, registry in self._ordered(key):
             now = self._clock.now()
             try:
                 schema = registry.lookup(key)
             except RegistryUnavailable as error:
                 failures.append(f"{ref.name}: {error}")
+                outages.append(self.outages.failed(ref.name, str(error), self._clock.now()))
                 continue
+            self.outages.answered(ref.name, now)
             if schema is not None:
                 return self._remember(key, ResolvedSchema(key, schema, ref.name), now)
             history.append(LookupAttempt(ref.name, 1, now))
         if failures:
-            raise RegistryUnavailable(f"cannot resolve {key.to_uri()}: " + "; ".join(failures))
+            message = f"cannot resolve {key.to_uri()}: " + "; ".join(failures)
+            raise RegistryUnavailable(message, tuple(outages))
         return self._remember(key, SchemaNotFound(key, tuple(history)), self._clock.now())
 
     def _ordered(self, key: SchemaKey) -> list[tuple[RepositoryRef, Registry]]:
