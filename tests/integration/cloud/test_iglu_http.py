@@ -1,19 +1,33 @@
-"""Specification of HttpRegistry against a real HTTP server on 127.0.0.1."""
+"""Specification of HttpRegistry and the resolver over it, against real HTTP servers on 127.0.0.1."""
 
 from __future__ import annotations
 
 import pickle
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
-from plowline_cloud.iglu import HttpRegistry
+from plowline_cloud.iglu import HttpRegistry, load_resolver
+from plowline_core.badrows import IgluErrorRow
 from plowline_core.errors import RegistryUnavailable
+from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.outage import RegistryOutage
+from plowline_core.iglu.resolver import ResolvedSchema, Resolver, SchemaNotFound
+from plowline_core.schema.entity import ColumnMode
+from plowline_core.testing.clock import FixedClock
+from plowline_core.testing.tsv import enriched_line
+from plowline_core.transform.row import RowBuilder
 
+T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 KEY = SchemaKey.parse("iglu:com.acme/checkout_started/jsonschema/1-0-0")
 PATH = "/api/schemas/com.acme/checkout_started/jsonschema/1-0-0"
 HANG = -1  # a status meaning "never answer"
@@ -25,6 +39,7 @@ class _Script:
 
     replies: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
     seen: list[tuple[str, str | None]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
 
     def reply(self, path: str) -> tuple[int, bytes]:
@@ -43,11 +58,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         script = self.server.script
         script.seen.append((self.path, self.headers.get("apikey")))
+        script.headers.append({name.lower(): value for name, value in self.headers.items()})
         status, body = script.reply(self.path)
         if status == HANG:
             script.release.wait(10)
             return
         self.send_response(status)
+        if 300 <= status < 400:  # a redirect's body is its Location
+            self.send_header("Location", body.decode())
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -57,18 +75,35 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[_Server]:
-    """A threaded HTTP server on a free loopback port."""
+def _start() -> tuple[_Server, threading.Thread]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
     httpd.script = _Script()
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield httpd
+    return httpd, thread
+
+
+def _stop(httpd: _Server, thread: threading.Thread) -> None:
     httpd.script.release.set()
     httpd.shutdown()
     httpd.server_close()
     thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[_Server]:
+    """A threaded HTTP server on a free loopback port."""
+    httpd, thread = _start()
+    yield httpd
+    _stop(httpd, thread)
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[_Server]:
+    """A second server (another port, so another origin) that records what it is sent."""
+    httpd, thread = _start()
+    yield httpd
+    _stop(httpd, thread)
 
 
 @pytest.fixture
@@ -221,3 +256,176 @@ def test_pickles_as_its_settings(registry: HttpRegistry, script: _Script) -> Non
     with pickle.loads(pickle.dumps(registry)) as copy:
         expected = ("test", {"type": "object"})
         assert expected == (copy.name, copy.lookup(KEY))
+
+
+def _base(server: _Server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_403_is_none_when_listed_as_not_found(server: _Server, script: _Script) -> None:
+    """A static registry answering 403 for a missing file says "not found", asked once."""
+    script.replies[PATH] = [(403, b"<Error><Code>AccessDenied</Code></Error>")]
+    with HttpRegistry("static", f"{_base(server)}/api", not_found=frozenset({403})) as registry:
+        expected = (None, 1)
+        assert expected == (registry.lookup(KEY), len(script.seen))
+
+
+def test_a_403_not_listed_names_the_setting_that_fixes_it(
+    registry: HttpRegistry, script: _Script
+) -> None:
+    """A 403 that is not "not found" for the registry says which setting would make it so."""
+    script.replies[PATH] = [(403, b"{}")]
+    with pytest.raises(
+        RegistryUnavailable, match="add 'test=403' to the service's --iglu-not-found"
+    ):
+        registry.lookup(KEY)
+
+
+def test_the_apikey_does_not_follow_a_redirect_to_another_host(
+    server: _Server, script: _Script, elsewhere: _Server
+) -> None:
+    """A redirect to another origin is followed without the apikey header."""
+    target = f"{_base(elsewhere)}/mirror/{KEY.to_path()}"
+    script.replies[PATH] = [(302, target.encode())]
+    elsewhere.script.replies[f"/mirror/{KEY.to_path()}"] = [(200, b'{"type": "object"}')]
+    with HttpRegistry("test", f"{_base(server)}/api", apikey="s3cret") as registry:
+        schema = registry.lookup(KEY)
+    expected = ({"type": "object"}, ["s3cret"], [None])
+    actual = (
+        schema,
+        [apikey for _, apikey in script.seen],
+        [headers.get("apikey") for headers in elsewhere.script.headers],
+    )
+    assert expected == actual
+
+
+def test_the_apikey_follows_a_redirect_on_the_same_origin(server: _Server, script: _Script) -> None:
+    """A redirect within the registry's own scheme, host and port keeps the apikey."""
+    script.replies[PATH] = [(301, b"/v2/schema.json")]
+    script.replies["/v2/schema.json"] = [(200, b'{"type": "object"}')]
+    with HttpRegistry("test", f"{_base(server)}/api", apikey="s3cret") as registry:
+        registry.lookup(KEY)
+    expected = ["s3cret", "s3cret"]
+    assert expected == [apikey for _, apikey in script.seen]
+
+
+def test_a_redirect_loop_is_unavailable(server: _Server, script: _Script) -> None:
+    """A registry that redirects to itself forever is unavailable, after a bounded number of hops."""
+    script.replies[PATH] = [(302, PATH.encode())]
+    with (
+        HttpRegistry("loop", f"{_base(server)}/api", retries=0) as registry,
+        pytest.raises(RegistryUnavailable, match="more than 5 redirects"),
+    ):
+        registry.lookup(KEY)
+    expected = 6
+    assert expected == len(script.seen)
+
+
+def _resolver_file(tmp_path: Path, *repositories: dict[str, Any]) -> Path:
+    path = tmp_path / "resolver.json"
+    document = {
+        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+        "data": {"cacheSize": 100, "cacheTtl": 600, "repositories": list(repositories)},
+    }
+    path.write_bytes(orjson.dumps(document))
+    return path
+
+
+def _http_repository(name: str, uri: str, priority: int = 0, **extra: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "priority": priority,
+        "vendorPrefixes": [],
+        "connection": {"http": {"uri": uri, **extra}},
+    }
+
+
+def test_a_403_static_registry_makes_an_unknown_schema_a_bad_row(
+    server: _Server, script: _Script, tmp_path: Path
+) -> None:
+    """An event whose schema a no-apikey registry answers 403 for is a loader_iglu_error bad row."""
+    script.replies[PATH] = [(403, b"<Error><Code>AccessDenied</Code></Error>")]
+    path = _resolver_file(tmp_path, _http_repository("static", f"{_base(server)}/api"))
+    resolver = load_resolver(path, FixedClock(T0))
+    line = enriched_line(unstruct_event=(KEY.to_uri(), {"x": 1}))
+    row = RowBuilder(resolver, ColumnMode.FULL).transform_line(line)
+    assert isinstance(row, IgluErrorRow)
+    expected = ("iglu.resolution", "NotFound", ())
+    failure = row.failures[0]["error"]["lookupHistory"][0]["errors"][0]["error"]
+    assert expected == (row.code.value, failure, resolver.outages.current())
+
+
+def test_a_403_from_a_registry_with_an_apikey_holds_the_event_back(
+    server: _Server, script: _Script, tmp_path: Path
+) -> None:
+    """With an apikey, a 403 is a wrong key: RegistryUnavailable, never a bad row."""
+    script.replies[PATH] = [(403, b"{}")]
+    repository = _http_repository("server", f"{_base(server)}/api", apikey="wrong")
+    resolver = load_resolver(_resolver_file(tmp_path, repository), FixedClock(T0))
+    line = enriched_line(unstruct_event=(KEY.to_uri(), {"x": 1}))
+    with pytest.raises(RegistryUnavailable, match="apikey is wrong"):
+        RowBuilder(resolver, ColumnMode.FULL).transform_line(line)
+
+
+def test_the_not_found_setting_makes_403_not_found_for_a_keyed_registry(
+    server: _Server, script: _Script, tmp_path: Path
+) -> None:
+    """The per-repository override takes precedence over the apikey default."""
+    script.replies[PATH] = [(403, b"{}")]
+    repository = _http_repository("server", f"{_base(server)}/api", apikey="k")
+    path = _resolver_file(tmp_path, repository)
+    resolver = load_resolver(path, FixedClock(T0), not_found={"server": frozenset({403})})
+    assert isinstance(resolver.resolve(KEY), SchemaNotFound)
+
+
+def _resolver_over(registry: HttpRegistry, clock: FixedClock) -> Resolver:
+    ref = RepositoryRef(registry.name, 0, (), HttpConnection(registry.uri))
+    return Resolver([(ref, registry)], clock, cache_size=0)
+
+
+def test_a_hanging_registry_is_an_outage_within_the_bound(server: _Server, script: _Script) -> None:
+    """A registry that never answers costs a lookup about (retries + 1) x timeout, then shows as an outage."""
+    script.replies[PATH] = [(HANG, b"")]
+    clock = FixedClock(T0)
+    registry = HttpRegistry(
+        "slow", f"{_base(server)}/api", timeout=0.3, retries=1, sleep=lambda _: None
+    )
+    with registry:
+        resolver = _resolver_over(registry, clock)
+        started = time.monotonic()
+        with pytest.raises(RegistryUnavailable, match="ReadTimeout"):
+            resolver.resolve(KEY)
+        elapsed = time.monotonic() - started
+    outages = resolver.outages.current()
+    expected = (True, ("slow",), True)
+    actual = (
+        elapsed < 2.0,
+        tuple(outage.repository for outage in outages),
+        "ReadTimeout" in outages[0].last_error,
+    )
+    assert expected == actual
+
+
+def test_a_registry_that_500s_then_recovers_ends_its_outage(
+    server: _Server, script: _Script
+) -> None:
+    """500s make an outage (since the first failure); the first answer after them ends it."""
+    script.replies[PATH] = [(500, b"{}"), (500, b"{}"), (500, b"{}"), (200, b'{"type": "object"}')]
+    clock = FixedClock(T0)
+    registry = HttpRegistry("flaky", f"{_base(server)}/api", retries=1, sleep=lambda _: None)
+    with registry:
+        resolver = _resolver_over(registry, clock)
+        with pytest.raises(RegistryUnavailable):
+            resolver.resolve(KEY)
+        during = resolver.outages.current()
+        clock.advance(60)
+        resolution = resolver.resolve(KEY)
+    error = f"flaky: GET {_base(server)}{PATH} answered 500 (gave up after 2 attempts)"
+    expected = ((RegistryOutage("flaky", T0, T0, error),), True, (), 4)
+    actual = (
+        during,
+        isinstance(resolution, ResolvedSchema),
+        resolver.outages.current(),
+        len(script.seen),
+    )
+    assert expected == actual

@@ -1,10 +1,22 @@
 """An Iglu registry over HTTP (Iglu Server, or a static registry behind a web server).
 
-404                                   → None (the registry does not have the schema)
-401 / 403                             → RegistryUnavailable at once (the apikey is wrong)
+404, and each status of ``not_found``  → None (the registry does not have the schema)
+                                         (default: 403 too when there is no apikey, see
+                                         ``plowline_core.iglu.config``)
+401 / 403 otherwise                    → RegistryUnavailable at once (the apikey is wrong)
 5xx, 429, timeout, connection error,
-a body that is not a JSON object      → retried with backoff, then RegistryUnavailable
-any other status                      → RegistryUnavailable at once
+a body that is not a JSON object       → retried with backoff, then RegistryUnavailable
+a redirect from https to http, more
+than ``MAX_REDIRECTS`` redirects        → RegistryUnavailable at once
+any other status                       → RegistryUnavailable at once
+
+Notes:
+    Bounded: each attempt waits at most ``timeout`` per connect/read, and a lookup makes at
+    most ``retries + 1`` attempts, so a hanging registry costs a lookup at most about
+    ``(retries + 1) * timeout`` plus the backoff. Redirects are followed by hand: the
+    ``apikey`` header goes only to the registry's own origin (scheme, host and port), never
+    to the host a redirect names, and a redirect from https to http is refused (schemas
+    decide casting and DDL; they are not read from plain http once https was asked for).
 """
 
 from __future__ import annotations
@@ -20,6 +32,8 @@ from plowline_core.iglu.key import SchemaKey
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 
 
 class _Flaky(RegistryUnavailable):
@@ -42,6 +56,7 @@ class HttpRegistry:
         timeout: float = 5.0,
         retries: int = 2,
         backoff: float = 0.2,
+        not_found: frozenset[int] = frozenset({404}),
         *,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -49,11 +64,9 @@ class HttpRegistry:
         self._name = name
         self._uri = uri.rstrip("/")
         self._apikey = apikey
-        self._settings = (timeout, retries, backoff)
-        headers = {"apikey": apikey} if apikey else {}
-        self._client = httpx.Client(
-            timeout=timeout, headers=headers, transport=transport, follow_redirects=True
-        )
+        self._settings = (timeout, retries, backoff, not_found | {404})
+        self._origin = httpx.URL(self._uri)
+        self._client = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         self._retrying = Retrying(
             stop=stop_after_attempt(retries + 1),
             wait=wait_exponential(multiplier=backoff, max=8 * backoff),
@@ -95,23 +108,44 @@ class HttpRegistry:
         return (HttpRegistry, (self._name, self._uri, self._apikey, *self._settings))
 
     def _get(self, url: str) -> Mapping[str, Any] | None:
-        try:
-            response = self._client.get(url)
-        except httpx.TransportError as error:
-            raise _Flaky(
-                f"{self._name}: GET {url} failed: {type(error).__name__}: {error}"
-            ) from error
+        response = self._follow(httpx.URL(url))
         status = response.status_code
-        if status == 404:
+        if status in self._settings[3]:
             return None
         if status == 200:
             return self._schema(url, response.content)
         if status in (401, 403):
             raise RegistryUnavailable(
-                f"{self._name}: GET {url} answered {status}: the apikey is wrong or missing"
+                f"{self._name}: GET {url} answered {status}: the apikey is wrong or missing "
+                f"(a static registry that answers {status} for a missing schema: add "
+                f"'{self._name}={status}' to the service's --iglu-not-found)"
             )
         failure = f"{self._name}: GET {url} answered {status}"
         raise _Flaky(failure) if status in _RETRYABLE_STATUS else RegistryUnavailable(failure)
+
+    def _follow(self, url: httpx.URL) -> httpx.Response:
+        """GET ``url``, following redirects; the apikey goes to the registry's origin only."""
+        for _ in range(MAX_REDIRECTS + 1):
+            headers = (
+                {"apikey": self._apikey} if self._apikey and _same_origin(url, self._origin) else {}
+            )
+            try:
+                response = self._client.get(url, headers=headers)
+            except httpx.TransportError as error:
+                raise _Flaky(
+                    f"{self._name}: GET {url} failed: {type(error).__name__}: {error}"
+                ) from error
+            location = response.headers.get("location")
+            if response.status_code not in _REDIRECT_STATUS or location is None:
+                return response
+            target = url.join(location)
+            if url.scheme == "https" and target.scheme != "https":
+                raise RegistryUnavailable(
+                    f"{self._name}: GET {url} redirects to {target}, from https to "
+                    f"{target.scheme}: refused (fix the repository's uri or the server)"
+                )
+            url = target
+        raise RegistryUnavailable(f"{self._name}: more than {MAX_REDIRECTS} redirects from {url}")
 
     def _schema(self, url: str, content: bytes) -> Mapping[str, Any]:
         try:
@@ -121,3 +155,7 @@ class HttpRegistry:
         if not isinstance(schema, dict):
             raise _Flaky(f"{self._name}: GET {url} returned JSON that is not an object")
         return schema
+
+
+def _same_origin(url: httpx.URL, origin: httpx.URL) -> bool:
+    return (url.scheme, url.host, url.port) == (origin.scheme, origin.host, origin.port)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import EmbeddedConnection, ResolverConfig
+from plowline_core.iglu.outage import OutageLedger, OutageListener
 from plowline_core.iglu.resolver import Resolver
 from plowline_core.ports import Clock, Registry
 
@@ -28,21 +30,34 @@ def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, 
             path = (base_dir / connection.path).resolve()
             registries[ref.name] = EmbeddedRegistry(ref.name, path)
         else:
-            registries[ref.name] = HttpRegistry(ref.name, connection.uri, connection.apikey)
+            registries[ref.name] = HttpRegistry(
+                ref.name,
+                connection.uri,
+                connection.apikey,
+                not_found=connection.not_found_statuses(),
+            )
     return registries
 
 
-def load_resolver(path: Path, clock: Clock) -> Resolver:
+def load_resolver(
+    path: Path,
+    clock: Clock,
+    not_found: Mapping[str, frozenset[int]] | None = None,
+    listener: OutageListener | None = None,
+) -> Resolver:
     """Read a resolver config file and return a ready Resolver.
+
+    ``not_found``: per-repository statuses meaning "not found" (``parse_not_found``);
+    ``listener``: told when a repository's outage starts and ends.
 
     Raises:
         ConfigError: the file is missing, not JSON or invalid; the message starts with its name.
     """
     try:
         document = orjson.loads(path.read_bytes())
-        config = ResolverConfig.parse(document)
+        config = ResolverConfig.parse(document).with_not_found(not_found or {})
         registries = registries_from_config(config, path.parent)
-        return Resolver.from_config(config, registries, clock)
+        return Resolver.from_config(config, registries, clock, OutageLedger(listener))
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the resolver config: {error.strerror}") from error
     except orjson.JSONDecodeError as error:
