@@ -105,3 +105,34 @@ def test_registries_are_separate() -> None:
     first, second = MetricsRegistry("a"), MetricsRegistry("b")
     first.counter("events", "Events").inc()
     assert b"plowline_events_total" not in second.render()
+
+
+def test_readyz_with_details_answers_json(metrics: MetricsRegistry, readiness: _Readiness) -> None:
+    """With details, /readyz answers {"ready": …, **details()} as JSON."""
+    running = start_health_server(
+        0, metrics, readiness, host="127.0.0.1", details=lambda: {"registries": ["central"]}
+    )
+    try:
+        response = _get(running, "/readyz")
+    finally:
+        running.stop()
+    expected = (503, "application/json", {"ready": False, "registries": ["central"]})
+    assert expected == (response.status_code, response.headers["content-type"], response.json())
+
+
+def test_readyz_details_that_raise_keep_the_status(
+    metrics: MetricsRegistry, readiness: _Readiness
+) -> None:
+    """Details that fail are reported in the body; the status still follows ready()."""
+
+    def broken() -> dict[str, object]:
+        raise RuntimeError("no")
+
+    readiness.ready = True
+    running = start_health_server(0, metrics, readiness, host="127.0.0.1", details=broken)
+    try:
+        response = _get(running, "/readyz")
+    finally:
+        running.stop()
+    expected = (200, {"ready": True, "detailsError": "RuntimeError: no"})
+    assert expected == (response.status_code, response.json())

@@ -87,7 +87,9 @@ def test_refuses_malformed_overrides(text: str, message: str) -> None:
 
 def test_an_override_replaces_the_default_and_keeps_404() -> None:
     """The given statuses replace the repository's default; 404 always means not found."""
-    config = _config().with_not_found({"Iglu Central": frozenset({410}), "acme server": frozenset({403})})
+    config = _config().with_not_found(
+        {"Iglu Central": frozenset({410}), "acme server": frozenset({403})}
+    )
     expected = {"Iglu Central": frozenset({404, 410}), "acme server": frozenset({403, 404})}
     assert expected == _statuses(config)
 

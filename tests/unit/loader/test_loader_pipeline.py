@@ -482,3 +482,16 @@ def test_a_bug_while_preparing_propagates_after_the_write_in_flight() -> None:
         process_in_chunks(flaky, _rows(1000), 500)
 
     assert len(rig.sink.rows) == 500
+
+
+def test_a_registry_outage_report_names_the_registry_and_since_when() -> None:
+    """A partition held back by a failing registry reports which one, since when, and why."""
+    rig = _ctx_rig()
+    rig.registry.failing = True
+    report, handed_back = process_in_chunks(rig.processor, _rows(10), 500)
+    expected = ([("acme", NOW, "acme is failing (test double)")], 10)
+    actual = (
+        [(o.repository, o.since, o.last_error) for o in report.registry_outages],
+        len(handed_back),
+    )
+    assert expected == actual

@@ -175,6 +175,25 @@ def test_invalid_resolver_config_exits_2(tmp_path: Path) -> None:
     assert expected == main(["transform", "--resolver", str(resolver), str(source)])
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("Iglu Central=500", "not a status that can mean 'not found'", id="5xx"),
+        pytest.param("elsewhere=403", "not HTTP repositories", id="unknown-name"),
+    ],
+)
+def test_a_bad_iglu_not_found_exits_2_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    """A malformed --iglu-not-found, or one naming no HTTP repository, is a usage error."""
+    resolver = _resolver_file(tmp_path, {"http": {"uri": "https://127.0.0.1:9/api"}})
+    source = tmp_path / "in.tsv"
+    source.write_text("")
+    code = main(["transform", "--resolver", str(resolver), "--iglu-not-found", value, str(source)])
+    expected = (2, True)
+    assert expected == (code, message in capsys.readouterr().err)
+
+
 def test_missing_input_exits_2(tmp_path: Path, resolver: Path) -> None:
     """An input file that does not exist is a usage error (exit code 2)."""
     expected = 2

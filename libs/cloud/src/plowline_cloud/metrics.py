@@ -10,10 +10,11 @@ Notes:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
+import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
@@ -96,10 +97,15 @@ def start_health_server(
     registry: CollectorRegistry | MetricsRegistry,
     ready: Callable[[], bool],
     host: str = "0.0.0.0",
+    details: Callable[[], Mapping[str, Any]] | None = None,
 ) -> HealthServer:
-    """Serve ``/healthz`` (alive), ``/readyz`` (200 if ``ready()`` else 503) and ``/metrics``."""
+    """Serve ``/healthz`` (alive), ``/readyz`` (200 if ``ready()`` else 503) and ``/metrics``.
+
+    With ``details``, ``/readyz`` answers JSON: ``{"ready": …, **details()}`` (what the
+    service waits on); without, ``ready`` or ``not ready`` as text.
+    """
     collectors = registry.registry if isinstance(registry, MetricsRegistry) else registry
-    handler = _handler_class(collectors, ready)
+    handler = _handler_class(collectors, ready, details)
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     thread = threading.Thread(
@@ -116,8 +122,24 @@ def _is_ready(ready: Callable[[], bool]) -> bool:
         return False
 
 
+def _readyz(
+    ready: Callable[[], bool], details: Callable[[], Mapping[str, Any]] | None
+) -> tuple[int, bytes, str]:
+    up = _is_ready(ready)
+    status = 200 if up else 503
+    if details is None:
+        return status, b"ready\n" if up else b"not ready\n", "text/plain"
+    try:
+        body = orjson.dumps({"ready": up, **details()})
+    except Exception as error:  # the details must never cost the probe its answer
+        body = orjson.dumps({"ready": up, "detailsError": f"{type(error).__name__}: {error}"})
+    return status, body, "application/json"
+
+
 def _handler_class(
-    collectors: CollectorRegistry, ready: Callable[[], bool]
+    collectors: CollectorRegistry,
+    ready: Callable[[], bool],
+    details: Callable[[], Mapping[str, Any]] | None,
 ) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -125,8 +147,7 @@ def _handler_class(
             if path == "/healthz":
                 self._answer(200, b"ok\n")
             elif path == "/readyz":
-                up = _is_ready(ready)
-                self._answer(200 if up else 503, b"ready\n" if up else b"not ready\n")
+                self._answer(*_readyz(ready, details))
             elif path == "/metrics":
                 self._answer(200, generate_latest(collectors), CONTENT_TYPE_LATEST)
             else:

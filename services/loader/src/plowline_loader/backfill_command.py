@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 "config": args.config,
                 "resolver": args.resolver,
                 "column_mode": args.column_mode,
+                "iglu_not_found": args.iglu_not_found,
                 "master": args.master,
             }
         )

@@ -35,7 +35,7 @@ from plowline_cloud.iglu import registries_from_config
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
-from plowline_core.iglu.config import ResolverConfig
+from plowline_core.iglu.config import ResolverConfig, parse_not_found
 from plowline_core.iglu.resolver import Resolver
 from plowline_core.ports import RowSink, TableSchemaStore
 from plowline_core.schema.entity import ColumnMode
@@ -70,6 +70,7 @@ class WorkerConfig:
     storage_emulator_host: str | None = None
     staging_bucket: str | None = None
     ledger_table: str | None = None
+    iglu_not_found: str | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -133,6 +134,7 @@ def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
         storage_emulator_host=settings.storage_emulator_host,
         staging_bucket=staging_bucket(settings.staging_bucket, bigquery),
         ledger_table=settings.ledger_table,
+        iglu_not_found=settings.iglu_not_found,
     )
     build_resolver(config)
     return config
@@ -159,7 +161,12 @@ def staging_bucket(value: str | None, bigquery: BigQueryConfig) -> str | None:
 def build_resolver(config: WorkerConfig) -> Resolver:
     """Return the Iglu resolver of ``config`` (ConfigError naming the file's problem)."""
     try:
+        not_found = parse_not_found(config.iglu_not_found or "")
+    except ConfigError as error:
+        raise ConfigError(f"--iglu-not-found: {error}") from error
+    try:
         parsed = ResolverConfig.parse(orjson.loads(config.resolver_json))
+        parsed = parsed.with_not_found(not_found)
         registries = registries_from_config(parsed, Path(config.resolver_dir))
         return Resolver.from_config(parsed, registries, SystemClock())
     except orjson.JSONDecodeError as error:

@@ -2,42 +2,61 @@
 
 ``/healthz`` says the driver process is alive; ``/readyz`` answers 200 only while the
 query runs and no transient error (registry, BigQuery, Pub/Sub) holds the stream back.
+Its JSON body says what the loader waits on::
+
+    {"ready": false, "lastError": "RegistryUnavailable: cannot resolve iglu:…",
+     "registries": [{"repository": "Iglu Central", "since": "…Z", "lastFailure": "…Z",
+                     "lastError": "…ReadTimeout…", "failures": 12}]}
 
 Notes:
     Set from the driver's foreachBatch thread and read by the health server's threads:
-    a lock-free ``threading.Event`` pair is enough.
+    a lock-free ``threading.Event`` pair is enough for the flags, and the registry view is
+    replaced whole (one reference assignment). The registries are those whose outage held
+    back the latest attempt, as the executors' resolvers saw them; an outage's ``since``
+    is the earliest any attempt reported. Each registry's outage is logged when it first
+    holds a batch back and when it no longer does: two lines, whatever the number of events.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
 
+import structlog
 from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
+from plowline_core.iglu.outage import RegistryOutage
 from prometheus_client import Gauge
+
+_log = structlog.get_logger("plowline.loader")
 
 
 class Readiness:
-    """Whether the loader should receive traffic (``/readyz``)."""
+    """Whether the loader should receive traffic (``/readyz``), and what it waits on."""
 
     def __init__(self, gauge: Gauge | None = None) -> None:
         self._started = threading.Event()
         self._degraded = threading.Event()
         self._gauge = gauge
         self.last_error: str | None = None
+        self.registry_outages: Mapping[str, RegistryOutage] = {}
 
     def started(self) -> None:
         """Mark the streaming query as running."""
         self._started.set()
         self._publish()
 
-    def degraded(self, error: str) -> None:
-        """Mark a dependency as failing; batches are being retried."""
+    def degraded(self, error: str, registry_outages: Iterable[RegistryOutage] = ()) -> None:
+        """Mark a dependency as failing (and the Iglu registries that did); batches are retried."""
         self.last_error = error
+        self._hold(_merged(registry_outages))
         self._degraded.set()
         self._publish()
 
     def recovered(self) -> None:
         """Mark the last batch as having gone through."""
+        self._hold({})
         self._degraded.clear()
         self._publish()
 
@@ -50,11 +69,52 @@ class Readiness:
         """Say whether the loader is ready."""
         return self._started.is_set() and not self._degraded.is_set()
 
+    def details(self) -> dict[str, Any]:
+        """Return what ``/readyz`` shows besides ``ready``: the last error and failing registries."""
+        degraded = self._degraded.is_set()
+        return {
+            "started": self._started.is_set(),
+            "lastError": self.last_error if degraded else None,
+            "registries": [outage.to_json() for outage in self.registry_outages.values()],
+        }
+
+    def _hold(self, outages: dict[str, RegistryOutage]) -> None:
+        known = self.registry_outages
+        for name, outage in outages.items():
+            before = known.get(name)
+            if before is None:
+                _log.warning(
+                    "iglu registry unavailable: batches held back",
+                    registry=name,
+                    since=outage.since.isoformat(),
+                    error=outage.last_error,
+                )
+            elif before.since < outage.since:
+                outages[name] = replace(outage, since=before.since)
+        for name, outage in known.items():
+            if name not in outages:
+                _log.info(
+                    "iglu registry no longer holds batches back",
+                    registry=name,
+                    since=outage.since.isoformat(),
+                    last_error=outage.last_error,
+                )
+        self.registry_outages = outages
+
     def _publish(self) -> None:
         if self._gauge is not None:
             self._gauge.set(1 if self() else 0)
 
 
+def _merged(outages: Iterable[RegistryOutage]) -> dict[str, RegistryOutage]:
+    """Combine the outages the partitions of one attempt reported, one per registry."""
+    merged: dict[str, RegistryOutage] = {}
+    for outage in outages:
+        before = merged.get(outage.repository)
+        merged[outage.repository] = outage if before is None else before.merge(outage)
+    return merged
+
+
 def serve_health(port: int, registry: MetricsRegistry, readiness: Readiness) -> HealthServer:
-    """Serve /healthz, /readyz and /metrics for the driver on ``port`` (0: any free port)."""
-    return start_health_server(port, registry, readiness)
+    """Serve /healthz, /readyz (with its JSON details) and /metrics on ``port`` (0: any)."""
+    return start_health_server(port, registry, readiness, details=readiness.details)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from plowline_core.errors import TransientError
+from plowline_core.errors import RegistryUnavailable, TransientError
+from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.pipeline import BatchOutcome, InboundMessage
@@ -40,6 +41,7 @@ class PartitionReport:
 
     outcome: BatchOutcome = field(default_factory=BatchOutcome)
     transient_error: str | None = None
+    registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,9 @@ def process_in_chunks(
             elif late is not None and not isinstance(late, TransientError):
                 raise late from error  # a bug while writing: fail the task
             handed_back = [row["ack_id"] for chunk in chunks[written:] for row in chunk]
-            return PartitionReport(outcome, f"{type(error).__name__}: {error}"), handed_back
+            outages = error.outages if isinstance(error, RegistryUnavailable) else ()
+            report = PartitionReport(outcome, f"{type(error).__name__}: {error}", outages)
+            return report, handed_back
     return PartitionReport(outcome), []
 
 

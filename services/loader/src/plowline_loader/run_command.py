@@ -19,6 +19,7 @@ import threading
 from types import FrameType
 
 import structlog
+from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.errors import ConfigError
@@ -80,11 +81,12 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         choices=[mode.value for mode in ColumnMode],
         help="full: one column per full SchemaVer (loader 1.x, default); major: per model (2.x)",
     )
+    parser.add_argument("--iglu-not-found", metavar="NAME=STATUS,…;…", help=NOT_FOUND_HELP)
 
 
 def settings_from(args: argparse.Namespace) -> LoaderSettings:
     """Return the settings from the parsed flags over the environment (ConfigError if bad)."""
-    names = [flag[2:].replace("-", "_") for flag in _FLAGS] + ["column_mode"]
+    names = [flag[2:].replace("-", "_") for flag in _FLAGS] + ["column_mode", "iglu_not_found"]
     return load_settings({name: getattr(args, name, None) for name in names})
 
 

@@ -75,6 +75,7 @@ class LoaderSettings(BaseSettings):
         validation_alias=AliasChoices("bigquery_emulator_grpc_host", "BIGQUERY_EMULATOR_GRPC_HOST"),
     )
     staging_bucket: str | None = None
+    iglu_not_found: str | None = None
     ledger_table: str | None = None
 
     def trigger_interval_s(self, load: LoadMode) -> float:

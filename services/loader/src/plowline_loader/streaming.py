@@ -117,7 +117,8 @@ class BatchWriter:
                 delay = backoff_delay(
                     attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
                 )
-                self._readiness.degraded(errors[0])
+                outages = [o for report in reports for o in report.registry_outages]
+                self._readiness.degraded(errors[0], outages)
                 _log.warning(
                     "batch held back by a failing dependency",
                     batch_id=batch_id,

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import IO
 
 from plowline_cloud.clock import SystemClock
-from plowline_cloud.iglu import load_resolver
+from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import ConfigError, RegistryUnavailable
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
+from plowline_core.iglu.config import parse_not_found
 from plowline_core.schema.entity import ColumnMode, EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
@@ -58,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=ColumnMode.FULL.value,
         help="full: one column per full SchemaVer (loader 1.x, default); major: per model (2.x)",
     )
+    parser.add_argument("--iglu-not-found", metavar="NAME=STATUS,…;…", help=NOT_FOUND_HELP)
     parser.add_argument("--good", type=Path, metavar="FILE", help="good rows here (default stdout)")
     parser.add_argument("--bad", type=Path, metavar="FILE", help="bad rows here (default stderr)")
     parser.add_argument(
@@ -88,7 +90,12 @@ class Summary:
 def run(args: argparse.Namespace) -> int:
     """Run the transform over the input; return the exit code."""
     try:
-        resolver = load_resolver(args.resolver, SystemClock())
+        not_found = parse_not_found(args.iglu_not_found or "")
+    except ConfigError as error:
+        _say(f"invalid --iglu-not-found: {error}")
+        return EXIT_USAGE
+    try:
+        resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
         _say(f"invalid resolver config: {error}")
         return EXIT_USAGE

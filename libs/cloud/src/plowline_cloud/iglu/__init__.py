@@ -3,9 +3,10 @@
 from plowline_cloud.iglu.embedded import EmbeddedRegistry
 from plowline_cloud.iglu.outages import LoggedOutages
 from plowline_cloud.iglu.remote import HttpRegistry
-from plowline_cloud.iglu.resolver import load_resolver, registries_from_config
+from plowline_cloud.iglu.resolver import NOT_FOUND_HELP, load_resolver, registries_from_config
 
 __all__ = [
+    "NOT_FOUND_HELP",
     "EmbeddedRegistry",
     "HttpRegistry",
     "LoggedOutages",

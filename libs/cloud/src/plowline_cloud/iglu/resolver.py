@@ -15,6 +15,13 @@ from plowline_core.ports import Clock, Registry
 from plowline_cloud.iglu.embedded import EmbeddedRegistry
 from plowline_cloud.iglu.remote import HttpRegistry
 
+NOT_FOUND_HELP = (
+    "HTTP statuses that mean 'this registry does not have the schema', per repository of the "
+    "resolver config: 'NAME=403,404;OTHER=404' (404 always does). Default: 403 and 404 for a "
+    "repository without apikey (static buckets answer 403 for a missing file), 404 only with "
+    "an apikey (there a 403 means the key is wrong). Any other failure holds events back."
+)
+
 
 def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, Registry]:
     """Build one registry per repository, keyed by name.
