@@ -317,6 +317,33 @@ def test_registry_outage_holds_events_until_it_recovers(
     assert expected == (during, landed, rig.drain("bad-rows"))
 
 
+def test_registry_outage_shows_in_readiness_until_it_recovers(
+    spark: SparkSession, rig: Rig, registry: ToggleRegistry
+) -> None:
+    """While the registry answers 503, /readyz's details name it and its error; then none."""
+    ids = [str(uuid.uuid4()) for _ in range(20)]
+    registry.failing = True
+    rig.publish([_good_line(event_id, n) for n, event_id in enumerate(ids)])
+    loader = _loader(spark, rig)
+    query = loader.start()
+    try:
+        _eventually(lambda: loader.writer.transient_failures > 0, 60)
+        during = loader.readiness.details()["registries"]
+        registry.failing = False
+        query.processAllAvailable()
+        after = loader.readiness.details()["registries"]
+    finally:
+        loader.stop(30)
+
+    expected = (["acme"], True, [])
+    actual = (
+        [outage["repository"] for outage in during],
+        "answered 503" in during[0]["lastError"],
+        after,
+    )
+    assert expected == actual
+
+
 def test_loader_killed_mid_stream_loses_no_event(
     rig: Rig, tmp_path: Path, spawn_loader: Callable[..., subprocess.Popen[bytes]]
 ) -> None:

@@ -54,6 +54,7 @@ class ApiContext:
     metrics: MutatorMetrics
     token: SecretStr | None
     ready: Callable[[], bool] = lambda: True
+    registries: Callable[[], list[dict[str, Any]]] = list  # Iglu registries in an outage
 
 
 class ColumnRequest(BaseModel):
@@ -128,9 +129,10 @@ def create_app(context: ApiContext) -> FastAPI:
 
     @app.get("/readyz")
     def readyz() -> JSONResponse:
-        """Say whether the mutator is ready (its listener runs, when it has one)."""
+        """Say whether the mutator is ready (its listener runs) and which registries fail."""
         ready = context.ready()
-        return JSONResponse({"ready": ready}, status_code=200 if ready else 503)
+        body = {"ready": ready, "registries": context.registries()}
+        return JSONResponse(body, status_code=200 if ready else 503)
 
     @app.get("/metrics", response_class=Response)
     def metrics() -> Response:

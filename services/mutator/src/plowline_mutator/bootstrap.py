@@ -15,11 +15,12 @@ import orjson
 from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, subscriber_client
 from plowline_cloud.clock import SystemClock
-from plowline_cloud.iglu import load_resolver
+from plowline_cloud.iglu import LoggedOutages, load_resolver
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
+from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.resolver import Resolver
 
 from plowline_mutator.listener import TypesListener
@@ -93,7 +94,11 @@ def build_runtime(settings: MutatorSettings) -> Runtime:
     settings.require("config", "resolver")
     assert settings.resolver is not None  # checked by require
     clock = SystemClock()
-    resolver = load_resolver(settings.resolver, clock)
+    try:
+        not_found = parse_not_found(settings.iglu_not_found or "")
+    except ConfigError as error:
+        raise ConfigError(f"--iglu-not-found: {error}") from error
+    resolver = load_resolver(settings.resolver, clock, not_found, LoggedOutages())
     table, client = build_table_client(settings)
     store = BigQueryTableSchemaStore(client, table.table_ref, settings.refresh_interval, clock)
     mutator = Mutator(resolver, store, settings.column_mode, threading.Lock())

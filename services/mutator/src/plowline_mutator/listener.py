@@ -82,7 +82,9 @@ class TypesListener:
 
     def _give_back(self, delivery: Delivery, error: PlowlineError) -> None:
         kind = "registry" if isinstance(error, RegistryUnavailable) else _kind(error)
-        _log.warning(
+        # A registry outage is logged where it starts and ends (LoggedOutages), not per message.
+        log = _log.debug if kind == "registry" else _log.warning
+        log(
             "types message not handled, nacked for redelivery",
             message_id=delivery.message_id,
             kind=kind,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 import structlog
+from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError, PlowlineError
 from plowline_core.schema.entity import ColumnMode
@@ -47,6 +48,11 @@ def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
             type=ColumnMode,
             choices=list(ColumnMode),
             help="full: one column per full SchemaVer (default); major: one per model",
+        )
+        parser.add_argument(
+            "--iglu-not-found",
+            metavar="NAME=STATUS,…;…",
+            help=NOT_FOUND_HELP + " (or PLOWLINE_MUTATOR_IGLU_NOT_FOUND)",
         )
 
 

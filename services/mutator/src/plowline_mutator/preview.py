@@ -17,8 +17,9 @@ from typing import Any, Protocol, TextIO
 
 import orjson
 from plowline_cloud.clock import SystemClock
-from plowline_cloud.iglu import load_resolver
+from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.errors import ConfigError, RegistryUnavailable
+from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolution, SchemaNotFound
 from plowline_core.schema.columns import column_field
@@ -74,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="{UNSTRUCT_EVENT,CONTEXTS,DERIVED_CONTEXTS}",
         help="where the entity sits in the event; decides column prefix and mode",
     )
+    parser.add_argument("--iglu-not-found", metavar="NAME=STATUS,…;…", help=NOT_FOUND_HELP)
     parser.add_argument(
         "--column-mode",
         default=ColumnMode.FULL,
@@ -96,7 +98,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     try:
-        resolver = load_resolver(args.resolver, SystemClock())
+        not_found = parse_not_found(args.iglu_not_found or "")
+        resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
         print(f"plowline-mutator preview: {error}", file=sys.stderr)
         return EXIT_USAGE

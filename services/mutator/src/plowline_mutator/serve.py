@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import structlog
 import uvicorn
@@ -83,8 +84,11 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     def ready() -> bool:
         return listener is None or listener.running
 
+    def registries() -> list[dict[str, Any]]:
+        return [outage.to_json() for outage in runtime.resolver.outages.current()]
+
     context = ApiContext(
-        runtime.mutator, runtime.schema_store, runtime.metrics, settings.token, ready
+        runtime.mutator, runtime.schema_store, runtime.metrics, settings.token, ready, registries
     )
     config = uvicorn.Config(
         create_app(context), host=settings.host, port=settings.port, log_config=None

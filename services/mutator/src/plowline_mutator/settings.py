@@ -22,6 +22,7 @@ _FROM_ARGS = (
     "config",
     "resolver",
     "column_mode",
+    "iglu_not_found",
     "host",
     "port",
     "insecure_no_auth",
@@ -40,6 +41,7 @@ class MutatorSettings(BaseSettings):
     config: Path | None = None
     resolver: Path | None = None
     column_mode: ColumnMode = ColumnMode.FULL
+    iglu_not_found: str | None = None
     host: str = "127.0.0.1"
     port: int = Setting(default=8080, ge=0, le=65535)
     token: SecretStr | None = None
