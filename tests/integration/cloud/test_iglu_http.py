@@ -429,3 +429,11 @@ def test_a_registry_that_500s_then_recovers_ends_its_outage(
         len(script.seen),
     )
     assert expected == actual
+
+
+def test_an_unpickled_copy_keeps_the_not_found_statuses(server: _Server, script: _Script) -> None:
+    """A Spark executor's copy takes a 403 as not found when the driver's did."""
+    script.replies[PATH] = [(403, b"{}")]
+    original = HttpRegistry("static", f"{_base(server)}/api", not_found=frozenset({403}))
+    with original, pickle.loads(pickle.dumps(original)) as copy:
+        assert copy.lookup(KEY) is None

@@ -19,6 +19,7 @@ from plowline_core.iglu.config import ResolverConfig
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import ResolvedSchema
 from plowline_core.testing.clock import FixedClock
+from structlog.testing import capture_logs
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 EXAMPLE_KEYS = [
@@ -84,6 +85,27 @@ def test_http_repositories_become_http_registries() -> None:
     expected = "http://127.0.0.1:1/api"
     assert expected == registry.uri
     registry.close()
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        pytest.param(
+            "http://iglucentral.com", ["iglu registry over plain http: use https"], id="http"
+        ),
+        pytest.param("https://iglucentral.com", [], id="https"),
+    ],
+)
+def test_a_plain_http_repository_is_warned_about(uri: str, expected: list[str]) -> None:
+    """A registry over plain http is logged as a warning naming it; https is not."""
+    document = _resolver_json("x")
+    document["data"]["repositories"][0]["connection"] = {"http": {"uri": uri}}
+    with capture_logs() as logs:
+        registries = registries_from_config(ResolverConfig.parse(document), Path("."))
+    for registry in registries.values():
+        assert isinstance(registry, HttpRegistry)
+        registry.close()
+    assert expected == [log["event"] for log in logs if log.get("registry") == "local"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
+import structlog
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import EmbeddedConnection, ResolverConfig
 from plowline_core.iglu.outage import OutageLedger, OutageListener
@@ -14,6 +15,8 @@ from plowline_core.ports import Clock, Registry
 
 from plowline_cloud.iglu.embedded import EmbeddedRegistry
 from plowline_cloud.iglu.remote import HttpRegistry
+
+_log = structlog.get_logger("plowline.iglu")
 
 NOT_FOUND_HELP = (
     "HTTP statuses that mean 'this registry does not have the schema', per repository of the "
@@ -28,7 +31,9 @@ def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, 
 
     Notes:
         A relative embedded path is resolved against ``base_dir`` (the resolver file's
-        directory), never against the working directory.
+        directory), never against the working directory. A repository over plain http is
+        logged as a warning: schemas decide casting and DDL, and anyone on the path can
+        change them (or read the apikey).
     """
     registries: dict[str, Registry] = {}
     for ref in config.repositories:
@@ -37,6 +42,13 @@ def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, 
             path = (base_dir / connection.path).resolve()
             registries[ref.name] = EmbeddedRegistry(ref.name, path)
         else:
+            if not connection.uri.lower().startswith("https://"):
+                _log.warning(
+                    "iglu registry over plain http: use https",
+                    registry=ref.name,
+                    uri=connection.uri,
+                    sends_apikey=bool(connection.apikey),
+                )
             registries[ref.name] = HttpRegistry(
                 ref.name,
                 connection.uri,
