@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from plowline_core.errors import ConfigError
+from plowline_loader.bootstrap import worker_config
 from plowline_loader.settings import load_settings
 from plowline_loader.streaming import backoff_delay
 
@@ -64,3 +67,27 @@ def test_misspelt_setting_is_refused() -> None:
 def test_backoff_doubles_up_to_the_cap(attempt: int, delay: float) -> None:
     """The wait before a retry doubles from 0.5 s and stops at 30 s."""
     assert delay == backoff_delay(attempt, 0.5, 30.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param("acme=500", "--iglu-not-found: 'acme': '500' is not a status", id="status"),
+        pytest.param(
+            "nowhere=403", "--iglu-not-found: not-found statuses given for ['nowhere']", id="name"
+        ),
+    ],
+)
+def test_a_bad_iglu_not_found_is_a_config_error_naming_the_flag(value: str, message: str) -> None:
+    """A malformed --iglu-not-found, or one naming no HTTP repository, stops the loader at start."""
+    examples = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
+    settings = load_settings(
+        {
+            "config": examples / "config.json",
+            "resolver": examples / "resolver.json",
+            "iglu_not_found": value,
+        }
+    )
+    with pytest.raises(ConfigError) as raised:
+        worker_config(settings, "0.1.0")
+    assert str(raised.value).startswith(message)

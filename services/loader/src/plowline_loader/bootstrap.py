@@ -161,16 +161,18 @@ def staging_bucket(value: str | None, bigquery: BigQueryConfig) -> str | None:
 def build_resolver(config: WorkerConfig) -> Resolver:
     """Return the Iglu resolver of ``config`` (ConfigError naming the file's problem)."""
     try:
-        not_found = parse_not_found(config.iglu_not_found or "")
+        parsed = ResolverConfig.parse(orjson.loads(config.resolver_json))
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"--resolver: not JSON: {error}") from error
+    except ConfigError as error:
+        raise ConfigError(f"--resolver: {error}") from error
+    try:
+        parsed = parsed.with_not_found(parse_not_found(config.iglu_not_found or ""))
     except ConfigError as error:
         raise ConfigError(f"--iglu-not-found: {error}") from error
     try:
-        parsed = ResolverConfig.parse(orjson.loads(config.resolver_json))
-        parsed = parsed.with_not_found(not_found)
         registries = registries_from_config(parsed, Path(config.resolver_dir))
         return Resolver.from_config(parsed, registries, SystemClock())
-    except orjson.JSONDecodeError as error:
-        raise ConfigError(f"--resolver: not JSON: {error}") from error
     except ConfigError as error:
         raise ConfigError(f"--resolver: {error}") from error
 
