@@ -31,6 +31,7 @@ T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 KEY = SchemaKey.parse("iglu:com.acme/checkout_started/jsonschema/1-0-0")
 PATH = "/api/schemas/com.acme/checkout_started/jsonschema/1-0-0"
 HANG = -1  # a status meaning "never answer"
+TRICKLE = -2  # a status meaning "200, then the body one byte every 50 ms"
 
 
 @dataclass
@@ -63,6 +64,9 @@ class _Handler(BaseHTTPRequestHandler):
         if status == HANG:
             script.release.wait(10)
             return
+        if status == TRICKLE:
+            self._trickle(body, script.release)
+            return
         self.send_response(status)
         if 300 <= status < 400:  # a redirect's body is its Location
             self.send_header("Location", body.decode())
@@ -70,6 +74,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _trickle(self, body: bytes, release: threading.Event) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for byte in body:
+            if release.wait(0.05):
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                return
 
     def log_message(self, format: str, *args: object) -> None:
         """Keep test output quiet."""
@@ -437,3 +454,24 @@ def test_an_unpickled_copy_keeps_the_not_found_statuses(server: _Server, script:
     original = HttpRegistry("static", f"{_base(server)}/api", not_found=frozenset({403}))
     with original, pickle.loads(pickle.dumps(original)) as copy:
         assert copy.lookup(KEY) is None
+
+
+def test_a_registry_that_trickles_its_body_is_cut_off(server: _Server, script: _Script) -> None:
+    """A body still arriving after twice the timeout fails the attempt (a read timeout alone would not)."""
+    script.replies[PATH] = [(TRICKLE, b'{"type": "object", "description": "' + b"x" * 60 + b'"}')]
+    registry = HttpRegistry("slow", f"{_base(server)}/api", timeout=0.3, retries=0)
+    started = time.monotonic()
+    with registry, pytest.raises(RegistryUnavailable, match=r"still sending after 0\.6 s"):
+        registry.lookup(KEY)
+    expected = True
+    assert expected == (time.monotonic() - started < 1.5)
+
+
+def test_a_body_over_the_limit_is_refused(server: _Server, script: _Script) -> None:
+    """A 200 whose body is larger than any schema is retried, then unavailable."""
+    script.replies[PATH] = [(200, b" " * (5 * 1024 * 1024))]
+    registry = HttpRegistry("big", f"{_base(server)}/api", retries=1, sleep=lambda _: None)
+    with registry, pytest.raises(RegistryUnavailable, match="sent more than 4194304 bytes"):
+        registry.lookup(KEY)
+    expected = 2
+    assert expected == len(script.seen)

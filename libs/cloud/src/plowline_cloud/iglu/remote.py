@@ -6,14 +6,18 @@
 401 / 403 otherwise                    → RegistryUnavailable at once (the apikey is wrong)
 5xx, 429, timeout, connection error,
 a body that is not a JSON object       → retried with backoff, then RegistryUnavailable
+a body still arriving after
+``2 * timeout``, or over ``MAX_SCHEMA_BYTES`` → retried with backoff, then RegistryUnavailable
 a redirect from https to http, more
 than ``MAX_REDIRECTS`` redirects        → RegistryUnavailable at once
 any other status                       → RegistryUnavailable at once
 
 Notes:
-    Bounded: each attempt waits at most ``timeout`` per connect/read, and a lookup makes at
-    most ``retries + 1`` attempts, so a hanging registry costs a lookup at most about
-    ``(retries + 1) * timeout`` plus the backoff. Redirects are followed by hand: the
+    Bounded: each attempt waits at most ``timeout`` per connect or read, and gives up on a
+    body still trickling in after ``2 * timeout`` (so at most about ``3 * timeout``); a
+    lookup makes at most ``retries + 1`` attempts, so a registry that hangs costs a lookup
+    about ``(retries + 1) * timeout`` and one that trickles ``(retries + 1) * 3 * timeout``,
+    plus the backoff. Redirects are followed by hand: the
     ``apikey`` header goes only to the registry's own origin (scheme, host and port), never
     to the host a redirect names, and a redirect from https to http is refused (schemas
     decide casting and DDL; they are not read from plain http once https was asked for).
@@ -34,6 +38,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+MAX_SCHEMA_BYTES = 4 * 1024 * 1024  # Iglu Central's largest schema is a few dozen KiB
 
 
 class _Flaky(RegistryUnavailable):
@@ -108,12 +113,11 @@ class HttpRegistry:
         return (HttpRegistry, (self._name, self._uri, self._apikey, *self._settings))
 
     def _get(self, url: str) -> Mapping[str, Any] | None:
-        response = self._follow(httpx.URL(url))
-        status = response.status_code
+        status, content = self._follow(httpx.URL(url), time.monotonic())
         if status in self._settings[3]:
             return None
         if status == 200:
-            return self._schema(url, response.content)
+            return self._schema(url, content)
         if status in (401, 403):
             raise RegistryUnavailable(
                 f"{self._name}: GET {url} answered {status}: the apikey is wrong or missing "
@@ -123,21 +127,21 @@ class HttpRegistry:
         failure = f"{self._name}: GET {url} answered {status}"
         raise _Flaky(failure) if status in _RETRYABLE_STATUS else RegistryUnavailable(failure)
 
-    def _follow(self, url: httpx.URL) -> httpx.Response:
+    def _follow(self, url: httpx.URL, started: float) -> tuple[int, bytes]:
         """GET ``url``, following redirects; the apikey goes to the registry's origin only."""
         for _ in range(MAX_REDIRECTS + 1):
             headers = (
                 {"apikey": self._apikey} if self._apikey and _same_origin(url, self._origin) else {}
             )
             try:
-                response = self._client.get(url, headers=headers)
+                with self._client.stream("GET", url, headers=headers) as response:
+                    location = response.headers.get("location")
+                    if response.status_code not in _REDIRECT_STATUS or location is None:
+                        return response.status_code, self._body(url, response, started)
             except httpx.TransportError as error:
                 raise _Flaky(
                     f"{self._name}: GET {url} failed: {type(error).__name__}: {error}"
                 ) from error
-            location = response.headers.get("location")
-            if response.status_code not in _REDIRECT_STATUS or location is None:
-                return response
             target = url.join(location)
             if url.scheme == "https" and target.scheme != "https":
                 raise RegistryUnavailable(
@@ -146,6 +150,22 @@ class HttpRegistry:
                 )
             url = target
         raise RegistryUnavailable(f"{self._name}: more than {MAX_REDIRECTS} redirects from {url}")
+
+    def _body(self, url: httpx.URL, response: httpx.Response, started: float) -> bytes:
+        """Read the body, giving up past ``2 * timeout`` or ``MAX_SCHEMA_BYTES``."""
+        deadline = started + 2 * self._settings[0]
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_SCHEMA_BYTES:
+                raise _Flaky(f"{self._name}: GET {url} sent more than {MAX_SCHEMA_BYTES} bytes")
+            if time.monotonic() > deadline:
+                raise _Flaky(
+                    f"{self._name}: GET {url} still sending after {2 * self._settings[0]:g} s"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _schema(self, url: str, content: bytes) -> Mapping[str, Any]:
         try:
