@@ -32,6 +32,7 @@ def _placement(pipeline: DemoRun, sent: list[GeneratedLine]) -> dict[str, Any]:
         "missing": len(accounting.missing),
         "misplaced": len(accounting.misplaced),
         "unexpected": len(accounting.unexpected),
+        "duplicates": accounting.all_duplicates,
     }
 
 
@@ -42,6 +43,7 @@ _ALL_PLACED = {
     "missing": 0,
     "misplaced": 0,
     "unexpected": 0,
+    "duplicates": 0,
 }
 
 

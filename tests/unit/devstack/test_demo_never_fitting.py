@@ -118,6 +118,27 @@ def _dead_end_line(event_id: str) -> bytes:
     return json.dumps({"schema": schema, "data": data}).encode()
 
 
+def test_demo_verdict_fails_on_a_regular_event_dead_ended() -> None:
+    """A regular event in the dead-end bucket is a FAIL, counted as dead-ended but fitting."""
+    accounting = Accounting.of(["g1", "g2"], [], ["g1"], [], ["g2"])
+    summary = Summary(
+        published=2,
+        rows=1,
+        distinct_rows=1,
+        bad_rows=0,
+        bad_row_objects=0,
+        dead_ended=1,
+        columns_added=[],
+        reinserted=None,
+        mutator_columns=None,
+        accounting=accounting,
+    )
+    verdict = summary.lines()[-1]
+    expected = (True, "FAIL", "dead-ended but could fit 1")
+    actual = (accounting.balanced, verdict.split(":")[0], verdict.split(", ")[3])
+    assert expected == actual
+
+
 def test_demo_dead_end_row_takes_the_payload_event_id() -> None:
     """The event id of a dead-end line is the payload row's event_id, not its first UUID."""
     event_id = "11111111-2222-4333-8444-555555555555"

@@ -36,6 +36,33 @@ def test_generate_accounting_counts_duplicate_rows() -> None:
     assert expected == (accounting.duplicates, len(accounting.in_table))
 
 
+@pytest.mark.parametrize(
+    ("table", "bad_rows", "dead", "duplicates"),
+    [
+        pytest.param(["g1", "g1", "g2", "g3"], ["b1"], [], (1, 0, 0), id="row-twice"),
+        pytest.param(["g1", "g2", "g3"], ["b1", "b1"], [], (0, 1, 0), id="bad-row-twice"),
+        pytest.param(["g1", "g2"], ["b1"], ["g3", "g3"], (0, 0, 1), id="dead-end-twice"),
+    ],
+)
+def test_generate_accounting_is_not_exact_with_a_duplicate(
+    table: list[str], bad_rows: list[str], dead: list[str], duplicates: tuple[int, int, int]
+) -> None:
+    """A second copy of any event, as a row, a bad row or a dead-end row, fails the verdict."""
+    accounting = Accounting.of(GOOD, BAD, table, bad_rows, dead, never_fit=dead)
+    expected = (duplicates, False)
+    actual = (
+        (accounting.duplicates, accounting.duplicate_bad_rows, accounting.duplicate_dead_ends),
+        accounting.exact,
+    )
+    assert expected == actual
+
+
+def test_generate_accounting_is_exact_when_each_event_is_placed_once() -> None:
+    """Every good event one row, every malformed line one bad row, nothing twice: exact."""
+    accounting = Accounting.of(GOOD, BAD, list(GOOD), ["b1", "some-context-id"], [])
+    assert accounting.exact
+
+
 def test_generate_accounting_ignores_ids_of_other_events_in_bad_rows() -> None:
     """Ids a bad row mentions that were never published (page view ids…) are not counted."""
     accounting = Accounting.of(GOOD, BAD, list(GOOD), ["b1", "some-context-id"], [])

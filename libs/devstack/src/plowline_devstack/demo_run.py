@@ -236,10 +236,13 @@ class DemoRun:
 
     def diagnose(self, accounting: Accounting) -> list[str]:
         """Say what is missing and what each service reports about it."""
-        missing = accounting.missing
+        missing, fitting = accounting.missing, accounting.dead_ended_fitting
         out = [
             f"missing {len(missing)} events ({len(missing & accounting.good)} good, "
-            f"{len(missing & accounting.bad)} malformed); e.g. {sorted(missing)[:3]}"
+            f"{len(missing & accounting.bad)} malformed); e.g. {sorted(missing)[:3]}",
+            f"dead-ended although they could fit: {len(fitting)}; e.g. {sorted(fitting)[:3]}",
+            f"duplicates: {accounting.duplicates} rows, {accounting.duplicate_bad_rows} bad rows, "
+            f"{accounting.duplicate_dead_ends} dead-end rows",
         ]
         figures = {
             LOADER: ("loader_events_in_total", "loader_good_total", "loader_bad_total",
