@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,58 +16,10 @@ import pytest
 from google.api_core.exceptions import InternalServerError, PreconditionFailed, RetryError
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
-from plowline_devstack import probes, servers
-from plowline_devstack.clients import bigquery_client
-from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import LocalStack
 
 RETRY = DEFAULT_RETRY.with_deadline(2.0)
 HTTP_500 = "HTTP 500"
-
-
-@pytest.fixture(scope="module")
-def uncorrected(
-    local_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[bigquery.Client]:
-    """A client of bqemulator without any correction (offline start only)."""
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-    argv = [
-        *servers.command(servers.BIGQUERY, "127.0.0.1", ports, local_stack.project, None),
-        "--no-corrections",
-    ]
-    log = tmp_path_factory.mktemp("uncorrected") / "bigquery.log"
-    server = servers.launch(argv, servers.BIGQUERY, ports, log, daemon=False)
-    endpoints = Endpoints(local_stack.project, 0, ports["port"], ports["grpc_port"], 0)
-    try:
-        _wait(server, endpoints)
-        client = bigquery_client(endpoints)
-        client.create_dataset(local_stack.dataset, exists_ok=True, retry=RETRY, timeout=10)
-        yield client
-        client.close()
-    finally:
-        servers.stop(server)
-
-
-def _wait(server: servers.ServerProcess, endpoints: Endpoints) -> None:
-    for _ in range(300):
-        if not servers.is_alive(server):
-            pytest.fail(
-                f"uncorrected bqemulator exited:\n{servers.log_tail(server.log)}", pytrace=False
-            )
-        if probes.answers(servers.BIGQUERY, endpoints):
-            return
-        time.sleep(0.1)
-    pytest.fail(
-        f"uncorrected bqemulator did not answer:\n{servers.log_tail(server.log)}", pytrace=False
-    )
-
-
-@pytest.fixture(scope="module")
-def corrected(local_stack: LocalStack) -> Iterator[bigquery.Client]:
-    """A client of the local stack's corrected bqemulator."""
-    client = bigquery_client(local_stack.endpoints)
-    yield client
-    client.close()
 
 
 def _table(

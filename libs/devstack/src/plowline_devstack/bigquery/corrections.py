@@ -5,6 +5,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 
 * ``table-etag-precondition`` (:mod:`.table_etag`): a table update with a stale
   ``If-Match`` etag fails with 412, so concurrent schema writers cannot lose a column.
+* ``table-schema-rules`` (:mod:`.schema_rules`): tables.patch/update refuse (400) a
+  dropped, retyped or narrowed field and a new REQUIRED one: a schema only widens.
 * ``table-patch-storage`` (:mod:`.table_patch`): tables.patch/update schema changes reach
   DuckDB storage, so the next insertAll works.
 * ``alter-ddl-catalog`` (:mod:`.alter_ddl`): ``ALTER TABLE … ADD COLUMN`` query jobs
@@ -13,6 +15,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   column stores the insert time (Snowplow's ``load_tstamp``).
 * ``insert-validation`` (:mod:`.insert_validation`): insertAll rejects unknown fields,
   missing REQUIRED fields and wrong-typed values per row (``invalid`` / ``stopped``).
+* ``insert-id-dedup`` (:mod:`.insert_dedup`): a row re-sent with an ``insertId`` the
+  table stored within the window (60 s) is not stored again, BigQuery's best effort.
 * ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
   keywords (``inner``, ``order``) no longer break table creation.
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
@@ -33,10 +37,12 @@ import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
+from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
 from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
+from plowline_devstack.bigquery.schema_rules import TABLE_SCHEMA_RULES
 from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
 from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
 from plowline_devstack.bigquery.write_snapshots import WRITE_SNAPSHOTS
@@ -44,10 +50,12 @@ from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 
 CORRECTIONS: tuple[Correction, ...] = (
     TABLE_ETAG_PRECONDITION,
+    TABLE_SCHEMA_RULES,
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
     INSERT_AUTO_TIMESTAMP,
     INSERT_VALIDATION,
+    INSERT_ID_DEDUP,
     NESTED_NAME_QUOTING,
     *WRITE_API_CORRECTIONS,
     GCS_LOAD_SOURCES,

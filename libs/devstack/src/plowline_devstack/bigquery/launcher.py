@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from plowline_devstack.bigquery import corrections, offline
+from plowline_devstack.bigquery import corrections, insert_dedup, offline
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -33,6 +33,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="NAME",
         help=f"leave one correction out (repeatable): {', '.join(corrections.CORRECTION_NAMES)}",
     )
+    parser.add_argument(
+        "--insert-id-window",
+        type=float,
+        default=insert_dedup.DEFAULT_WINDOW_S,
+        metavar="SECONDS",
+        help="insertAll de-duplicates a row's insertId for this long, as BigQuery (default: 60)",
+    )
     parser.add_argument("--log-level", default="warning", help="emulator log level")
     return parser.parse_args(argv)
 
@@ -43,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     offline.start_offline()
     disabled = corrections.CORRECTION_NAMES if args.no_corrections else args.disable_correction
     corrections.install(corrections.select(disabled))
+    insert_dedup.configure(args.insert_id_window)
 
     # Imported late: bqemulator reads BQEMU_* settings from the environment set above.
     from bqemulator.config import LogLevel, PersistenceMode, Settings
