@@ -55,7 +55,7 @@ RUN apt-get update \
         --shell /usr/sbin/nologin plowline
 # Owned by root: the service user can run the code but not change it.
 COPY --from=builder /app/.venv /app/.venv
-COPY deploy/docker/loader/driver.py /opt/plowline/driver.py
+COPY deploy/docker/loader/driver.py deploy/docker/loader/driver_pod.py /opt/plowline/
 COPY --chmod=0755 deploy/docker/loader/spark-entrypoint.sh /opt/plowline/spark-entrypoint.sh
 # Driver and executors must run the venv's interpreter (it holds plowline and pyspark).
 ENV JAVA_HOME=/usr/lib/jvm/java-17 \
