@@ -53,7 +53,10 @@ RUN apt-get update \
  && ln -s "/usr/lib/jvm/java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17 \
  && groupadd --system --gid 10001 plowline \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin plowline
+        --shell /usr/sbin/nologin plowline \
+ && install --directory --owner 10001 --group 10001 --mode 0750 /var/lib/plowline
+# /var/lib/plowline: the streaming checkpoint's home (docker compose mounts a named volume
+# there; a new volume takes this directory's owner, so uid 10001 can write it).
 # Owned by root: the service user can run the code but not change it.
 COPY --from=builder /app/.venv /app/.venv
 COPY deploy/docker/loader/driver.py deploy/docker/loader/driver_pod.py /opt/plowline/
