@@ -31,7 +31,7 @@ _PR_SET_PDEATHSIG = 1
 _MODULES = {
     PUBSUB: "plowline_devstack.pubsub",
     BIGQUERY: "plowline_devstack.bigquery",
-    STORAGE: "gcp_storage_emulator",
+    STORAGE: "plowline_devstack.storage",
 }
 
 
