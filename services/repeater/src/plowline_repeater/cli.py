@@ -20,7 +20,10 @@ EXIT_USAGE = 2
 
 _RUN_EPILOG = """\
 A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
-the row needs, or once etl_tstamp + backoffPeriod has passed, whichever comes first. While
+the row needs, or once backoffPeriod has passed since the failure was first seen (the
+failed-inserts message's publish time), whichever comes first. Snowplow counts the backoff
+from etl_tstamp instead, which dead-ends old events (backfills, replays, a pipeline catching
+up) at their first refusal; plowline gives every failure the whole backoff on purpose. While
 it waits its message stays leased (never acked, never redelivered in a loop). A row still
 refused after the backoff, or a message that is not a failed-insert row, becomes a
 loader_recovery_error bad row in the dead-end bucket:
@@ -74,7 +77,8 @@ def _add_run(commands: Any) -> None:
         dest="backoff_period",
         type=float,
         metavar="SECONDS",
-        help="retry a row regardless this long after its etl_tstamp (default 900)",
+        help="retry a row regardless this long after its insert first failed, i.e. after the "
+        "failed-inserts message was published; Snowplow counts from etl_tstamp (default 900)",
     )
     run.add_argument(
         "--bufferSize",
