@@ -1,7 +1,6 @@
 """The ``plowline-repeater`` console entry: ``run`` (the service) and ``replay`` (by hand).
 
-Exit codes: 0 done (or stopped cleanly by SIGTERM), 1 a dependency failed (retry later),
-2 usage or configuration error.
+Exit codes: see :mod:`plowline_repeater.exit_status` (0 done, 1 a dependency failed, 2 usage).
 """
 
 from __future__ import annotations
@@ -11,12 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
 
-EXIT_OK = 0
-EXIT_UNAVAILABLE = 1
-EXIT_USAGE = 2
+from plowline_repeater.exit_status import EXIT_USAGE, guarded
 
 _RUN_EPILOG = """\
 A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
@@ -136,18 +132,6 @@ def _run(args: dict[str, Any]) -> int:
         return EXIT_USAGE
     configure_logging("repeater", "DEBUG" if settings.verbose else "INFO", settings.log_json)
     return guarded("plowline-repeater", lambda: run(settings, endpoints))
-
-
-def guarded(prog: str, command: Callable[[], int]) -> int:
-    """Run a command, turning plowline errors into a message and an exit code."""
-    try:
-        return command()
-    except ConfigError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except PlowlineError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
 
 
 if __name__ == "__main__":
