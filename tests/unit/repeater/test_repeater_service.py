@@ -228,3 +228,27 @@ def test_messages_after_close_are_nacked() -> None:
     world.repeater.receive(message)
     expected = "nack"
     assert expected == message.settled
+
+
+def test_an_unreadable_table_leaves_the_repeater_running_and_not_ready() -> None:
+    """When the schema read fails the step returns, rows stay held, and readiness is withdrawn."""
+    world = _world()
+    world.table.fail_with = TransientError("bigquery down past the retry deadline")
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected = (False, None, 1)
+    assert expected == (world.repeater.ready, message.settled, world.repeater.waiting)
+
+
+def test_the_repeater_recovers_once_the_table_reads_again() -> None:
+    """After the outage the next step reads the schema, inserts the held row, and is ready again."""
+    world = _world()
+    world.table.fail_with = TransientError("bigquery down past the retry deadline")
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    world.table.fail_with = None
+    world.repeater.step()
+    expected = (True, "ack", ["e1"])
+    assert expected == (world.repeater.ready, message.settled, world.sink.insert_ids)

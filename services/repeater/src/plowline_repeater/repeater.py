@@ -83,7 +83,13 @@ class Repeater:
             options.buffer_size, options.window
         )
         self._closing = False
+        self._table_readable = True
         self.arrived = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        """Return False while the table's schema cannot be read (rows wait; nothing is lost)."""
+        return self._table_readable
 
     @property
     def waiting(self) -> int:
@@ -131,7 +137,19 @@ class Repeater:
         self._flush(force=True)
 
     def _settle(self, held: list[_Waiting]) -> None:
-        fields = self._schema.fields()
+        try:
+            fields = self._schema.fields()
+        except PlowlineError as error:
+            # However long BigQuery stays away, keep the rows leased and try again next step:
+            # exiting would only have them redelivered to a repeater that fails the same way.
+            if self._table_readable:
+                _log.error("table schema unreadable; rows wait", error=str(error))
+            self._table_readable = False
+            self._metrics.failures.labels("schema").inc()
+            return
+        if not self._table_readable:
+            _log.info("table schema readable again", waiting=len(held))
+        self._table_readable = True
         now = self._clock.now()
         to_insert: list[_Waiting] = []
         done: list[_Waiting] = []
