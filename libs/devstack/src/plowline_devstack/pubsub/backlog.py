@@ -122,12 +122,13 @@ class Backlog:
                 if lease is None:
                     continue
                 self._release(lease)
-                if self.faults.ack_arrives_late():
+                if self.faults.active and self.faults.ack_arrives_late():
                     self._retry.append(lease.entry)  # answered OK, yet delivered again
                 else:
                     done.append(lease.entry)
-            self._compact()
-            self.cond.notify_all()
+            if done or self.faults.active:
+                self._compact()
+                self.cond.notify_all()
         return done
 
     def modify(self, ack_ids: Iterable[str], seconds: int) -> None:
@@ -196,7 +197,7 @@ class Backlog:
             if batch and size + entry.size > room_bytes:
                 break
             source.popleft()
-            if source is self._pending and self._hold_back(entry):
+            if self.faults.active and source is self._pending and self._hold_back(entry):
                 continue
             if self.max_attempts and entry.attempts >= self.max_attempts:
                 self._dead.append(entry)
@@ -207,7 +208,7 @@ class Backlog:
             self._leases[ack_id] = _Lease(entry, deadline, holder)
             heapq.heappush(self._expiry, (deadline, ack_id))
             batch.append(Delivery(ack_id, entry))
-            if self.faults.delivered_twice():
+            if self.faults.active and self.faults.delivered_twice():
                 self._again.append(Entry(entry.message, entry.size, entry.attempts))
         if holder is not None:
             holder.messages += len(batch)

@@ -43,6 +43,7 @@ class PubSubFaults:
         lifetime = float(plan.get(UNAVAILABLE, {}).get("after_seconds", 0.0))
         self.stream_lifetime: float | None = lifetime or None
         self.names = tuple(sorted(plan))
+        self.active = bool(plan)  # lets the hot paths skip every draw when none is on
 
     def _draw(self, name: str) -> bool:
         rate = self._rates.get(name, 0.0)
