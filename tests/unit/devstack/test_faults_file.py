@@ -9,6 +9,7 @@ from pathlib import Path
 import plowline_devstack.faults
 import pytest
 from plowline_core.errors import ConfigError
+from plowline_devstack.cli import main
 from plowline_devstack.faults import CATALOGUE, NO_FAULTS, FaultPlan, load_faults, parse_faults
 from plowline_devstack.pubsub.faults import PubSubFaults
 
@@ -102,3 +103,11 @@ def test_the_same_seed_draws_the_same_faults() -> None:
     draws = [first.delivered_twice() for _ in range(50)]
     expected = (draws, True)
     assert expected == ([second.delivered_twice() for _ in range(50)], 0 < sum(draws) < 50)
+
+
+def test_dev_faults_lists_every_fault_of_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    """``plowline dev faults`` prints one line per fault, named stand-in.fault, with parameters."""
+    code = main(["dev", "faults"])
+    printed = [line.split(":", 1)[0] for line in capsys.readouterr().out.splitlines()]
+    expected = (0, [f"{spec.stand_in}.{spec.name}" for spec in CATALOGUE])
+    assert expected == (code, printed)

@@ -17,7 +17,7 @@ from plowline_core.errors import PlowlineError
 
 from plowline_devstack import stack
 from plowline_devstack.cli import Command
-from plowline_devstack.faults import load_faults
+from plowline_devstack.faults import describe, load_faults
 from plowline_devstack.stack_config import load_config
 
 DEFAULT_DATA_DIR = Path(".plowline")
@@ -127,6 +127,11 @@ def _env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _faults(args: argparse.Namespace) -> int:
+    print(describe())
+    return 0
+
+
 COMMANDS = (
     Command(
         ("dev", "up"),
@@ -148,6 +153,11 @@ COMMANDS = (
         "stop the local stack (SIGTERM, then SIGKILL after a grace period)",
         _down,
         _configure_down,
+    ),
+    Command(
+        ("dev", "faults"),
+        "list the faults `plowline dev up --faults FILE` can turn on, with their parameters",
+        _faults,
     ),
     Command(
         ("dev", "env"),

@@ -63,7 +63,8 @@ class Param:
     meaning: str = ""
 
 
-_RATE = Param(0.0, 0.0, 1.0, "share of the calls affected, 0 to 1")
+def _rate(of_what: str) -> Param:
+    return Param(0.0, 0.0, 1.0, f"share of {of_what}, 0 to 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,28 +83,33 @@ CATALOGUE: tuple[FaultSpec, ...] = (
         "late-ack-redelivery",
         'an ack that reaches Pub/Sub after the ack deadline "may succeed, but the message may be '
         'redelivered": the Acknowledge call answers OK and the message comes back',
-        {"rate": _RATE},
+        {"rate": _rate("acks that arrive too late")},
     ),
     FaultSpec(
         "pubsub",
         "duplicate-delivery",
         "at-least-once delivery: a message is delivered a second time under another ack id, "
         "although the first delivery was acked in time",
-        {"rate": _RATE},
+        {"rate": _rate("deliveries sent twice")},
     ),
     FaultSpec(
         "pubsub",
         "out-of-order-delivery",
         "without ordering keys Pub/Sub keeps no order: a message is delivered after messages "
         "published later",
-        {"rate": _RATE},
+        {"rate": _rate("messages held back")},
     ),
     FaultSpec(
         "pubsub",
         "streaming-pull-unavailable",
         "the service closes a StreamingPull stream with UNAVAILABLE at any time; the client "
         "must reopen it (messages leased on it stay leased and can still be acked)",
-        {"rate": _RATE, "after_seconds": Param(0.0, 0.0, 86400.0, "close every stream after")},
+        {
+            "rate": _rate("responses replaced by UNAVAILABLE"),
+            "after_seconds": Param(
+                0.0, 0.0, 86400.0, "seconds after which every stream ends, 0 = never"
+            ),
+        },
     ),
 )
 """Every fault, by stand-in and name."""
