@@ -3,7 +3,8 @@
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
 ``integration``, under ``tests/e2e`` ``e2e``; select with ``-m``.
 The network guard refuses Python-level connections to anything but loopback, so a test
-can never reach real Google Cloud by accident.
+can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
+tier's local stack with that fault plan (``plowline_devstack/faults.py``; default none).
 """
 
 from __future__ import annotations
@@ -25,6 +26,18 @@ settings.load_profile("plowline")
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 _TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--faults FILE``: the fault plan the session's local stack starts with."""
+    parser.addoption(
+        "--faults",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="start the integration tier's local stack with this fault file (TOML or JSON; "
+        "see plowline_devstack/faults.py); default: no faults",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -120,7 +120,9 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.backoff_period + options.window + 600),
     )
-    health = start_health_server(settings.port, registry, lambda: subscriber.running)
+    health = start_health_server(
+        settings.port, registry, lambda: subscriber.running and repeater.ready
+    )
     stop = _stop_event()
     subscriber.start(repeater.receive)
     _log.info(
