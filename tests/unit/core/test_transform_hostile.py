@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from plowline_core.badrows import BadRow, FailureCode, Processor
 from plowline_core.event.atomic import decode_valid_line, decode_valid_line_python
+from plowline_core.event.entities import MAX_NESTING
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
@@ -80,15 +81,15 @@ def test_named_hostile_line_becomes_its_outcome(line: HostileLine, mode: ColumnM
     assert expected == _outcome(_transform(_BUILDERS[mode], line.data))
 
 
-def test_nested_entity_bad_row_keeps_the_data_it_can() -> None:
-    """A cast failure on data nested 300 deep reports that data in full (exact, re-read)."""
-    result = _transform(_BUILDERS[ColumnMode.FULL], hostile_line("nested-300").data)
+def test_nested_entity_bad_row_keeps_the_data() -> None:
+    """A cast failure on data nested to the parser's limit reports that data in full."""
+    result = _transform(_BUILDERS[ColumnMode.FULL], hostile_line("nested-at-limit").data)
     document = orjson.loads(result.to_json(PROCESSOR))
     value = document["data"]["failure"][0]["value"]
     depth = 0
     while isinstance(value, list):
         value, depth = value[0], depth + 1
-    expected = (300, 1)
+    expected = (MAX_NESTING - 2, 1)
     assert expected == (depth, value)
 
 

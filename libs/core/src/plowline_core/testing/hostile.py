@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from plowline_core.event.entities import MAX_NESTING
 from plowline_core.event.fields import ENRICHED_FIELDS
 from plowline_core.testing.tsv import (
     UNSTRUCT_EVENT_SCHEMA,
@@ -37,7 +38,7 @@ CLIENT_SESSION = "iglu:com.snowplowanalytics.snowplow/client_session/jsonschema/
 UNKNOWN = "iglu:com.acme/never_published/jsonschema/1-0-0"
 
 PARSER_DEPTH_LIMIT = 1024
-"""The deepest nesting the entity parser accepts (orjson's); one more is a parsing error."""
+"""The deepest nesting orjson parses; past ``MAX_NESTING`` the parser refuses it anyway."""
 
 HUGE = 10 * 1024 * 1024
 """The size of the ``huge-*`` lines (Pub/Sub's message limit is 10 MB)."""
@@ -196,26 +197,71 @@ def _cases() -> list[tuple[str, bytes, str, str, str | None]]:
             None,
         ),
         (
+            "nested-at-limit",
+            _line(unstruct_event=unstruct_text(LINK_CLICK, nested(MAX_NESTING - 2))),
+            "iglu.cast",
+            "entity JSON nested 250 deep (the most accepted): data is not an object",
+            None,
+        ),
+        (
+            "nested-at-limit-in-string",
+            _line(
+                unstruct_event=unstruct_text(
+                    LINK_CLICK, f'{{"targetUrl":{nested(MAX_NESTING - 3)}}}'
+                )
+            ),
+            GOOD,
+            "a STRING sub-field given 247 levels: its JSON text (full mode)",
+            "iglu.cast",
+        ),
+        (
+            "nested-past-limit",
+            _line(unstruct_event=unstruct_text(LINK_CLICK, nested(MAX_NESTING - 1))),
+            "parsing.row_decoding",
+            "entity JSON nested 251 deep: refused by the parser",
+            None,
+        ),
+        (
             "nested-300",
             _line(unstruct_event=unstruct_text(LINK_CLICK, nested(300))),
-            "iglu.cast",
+            "parsing.row_decoding",
             "entity data nested 300 deep (orjson writes 254)",
             None,
         ),
         (
-            "nested-300-in-string",
-            _line(unstruct_event=unstruct_text(LINK_CLICK, f'{{"targetUrl":{nested(300)}}}')),
-            GOOD,
-            "a STRING sub-field given 300 levels: its JSON text (full mode)",
-            "iglu.cast",
+            "nested-contexts-past-limit",
+            _line(contexts=contexts_field((WEB_PAGE, orjson.loads(nested(MAX_NESTING - 2))))),
+            "parsing.row_decoding",
+            "a context item nested past the limit",
+            None,
         ),
         (
             "nested-parser-limit",
+            _line(unstruct_event=unstruct_text(UNKNOWN, nested(PARSER_DEPTH_LIMIT - 3))),
+            "parsing.row_decoding",
+            "arrays nested to orjson's parsing limit, unknown schema",
+            None,
+        ),
+        (
+            "nested-objects-parser-limit",
             _line(
-                unstruct_event=unstruct_text(UNKNOWN, nested(PARSER_DEPTH_LIMIT - 3)),
+                unstruct_event=unstruct_text(
+                    UNKNOWN, '{"a":' * (PARSER_DEPTH_LIMIT - 3) + "1" + "}" * 1021
+                ),
             ),
-            "iglu.resolution",
-            "nested to the parser's limit, unknown schema",
+            "parsing.row_decoding",
+            "objects nested to the parsing limit, unknown schema",
+            None,
+        ),
+        (
+            "nested-wide-spine",
+            _line(
+                unstruct_event=unstruct_text(
+                    UNKNOWN, "[" * (PARSER_DEPTH_LIMIT - 3) + "1" + ',"x"]' * 1021
+                ),
+            ),
+            "parsing.row_decoding",
+            "arrays of two items nested to the parsing limit, unknown schema",
             None,
         ),
         (

@@ -39,6 +39,7 @@ from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
 from plowline_core.badrows.encoding import dumps
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.event.atomic import decode_valid_line
+from plowline_core.event.entities import too_deep
 from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
@@ -243,6 +244,8 @@ class RowBuilder:
         if unstruct:
             # Subscripts, not checks: anything irregular raises, and the careful path decides.
             document = _loads(unstruct)
+            if too_deep(unstruct, document):
+                return None
             entity = document["data"]
             if document["schema"] not in _UNSTRUCT_ENVELOPES or type(entity) is not dict:
                 return None
@@ -294,6 +297,8 @@ def _fused_contexts(
             subscripts below stand for the checks of a self-describing envelope and entity.
     """
     document = _loads(text)
+    if too_deep(text, document):
+        return -1
     entities = document["data"]
     if document["schema"] not in _CONTEXTS_ENVELOPES or type(entities) is not list:
         return -1
