@@ -30,8 +30,9 @@ Notes:
     well-formed data). Otherwise the levels orjson cannot take (it stops at 255) are
     written here, with an explicit stack, a run of one-item arrays at a time, and orjson
     writes every subtree it can take (tried at two levels of every 64, so a deep spine
-    costs a few failed calls): a line nested to the parser's limit costs a few times a
-    normal bad line (``bench/hostile.py``).
+    costs a few failed calls). Parsed lines never need it: the parser refuses entity JSON
+    nested deeper than ``event.entities.MAX_NESTING`` (250), so their bad rows (3 levels
+    more) are one orjson call; this path is the safety net for anything built in memory.
 """
 
 from __future__ import annotations
