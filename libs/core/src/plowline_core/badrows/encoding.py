@@ -28,7 +28,7 @@ What the payload holds:
 Notes:
     Pure. Speed: one orjson call when it can encode the whole document (every bad row of
     well-formed data). Otherwise the levels orjson cannot take (it stops at 255) are
-    written here, with an explicit stack, a run of one-item arrays at a time, and orjson
+    written here, with an explicit stack, a run of spine links at a time, and orjson
     writes every subtree it can take (tried at two levels of every 64, so a deep spine
     costs a few failed calls). Parsed lines never need it: the parser refuses entity JSON
     nested deeper than ``event.entities.MAX_NESTING`` (250), so their bad rows (3 levels
