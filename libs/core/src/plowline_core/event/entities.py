@@ -33,6 +33,11 @@ CONTEXTS_CRITERION = SchemaCriterion(
 MAX_NESTING = 250
 """The deepest nesting of a self-describing JSON field's text (its envelope included)."""
 
+_PAD = 1024 - MAX_NESTING  # orjson parses 1024 levels
+_OPEN_PAD, _CLOSE_PAD = "[" * _PAD, "]" * _PAD
+_DEPTH_EXCEEDED = "depth limit exceeded"
+_TOO_DEEP = f"ParsingFailure: JSON nested deeper than {MAX_NESTING} levels"
+
 UNSTRUCT_EVENT_CRITERION = SchemaCriterion(
     "com.snowplowanalytics.snowplow", "unstruct_event", "jsonschema", 1, 0
 )
@@ -62,38 +67,43 @@ def decode_unstruct_event(text: str) -> SelfDescribingData:
 
 
 def _envelope(text: str, criterion: SchemaCriterion) -> Any:
-    try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        raise EntityError(f"ParsingFailure: {error}") from None
-    if too_deep(text, document):
-        raise EntityError(f"ParsingFailure: JSON nested deeper than {MAX_NESTING} levels")
-    envelope = _entity(document)
+    envelope = _entity(parse_json(text))
     if not criterion.matches(envelope.schema):
         raise EntityError(f"Unknown payload: {envelope.schema.to_uri()}")
     return envelope.data
 
 
-def too_deep(text: str, document: Any) -> bool:
-    """Return whether ``document``, parsed from ``text``, nests deeper than ``MAX_NESTING``.
+def may_nest_too_deep(text: str) -> bool:
+    """Return whether JSON ``text`` holds enough brackets to nest deeper than ``MAX_NESTING``."""
+    return text.count("[") + text.count("{") > MAX_NESTING
+
+
+def parse_json(text: str) -> Any:
+    """Return the JSON value of ``text``; raise EntityError (``ParsingFailure: …``).
 
     Notes:
-        Cheap for ordinary text: only one holding that many brackets is measured, by
-        orjson writing it inside ``254 - MAX_NESTING`` more levels (orjson stops at 255).
+        Text nesting deeper than ``MAX_NESTING`` is refused without being parsed whole:
+        text holding that many brackets is parsed inside ``_PAD`` more arrays, so orjson
+        stops at its 1024-level limit as soon as the text passes ``MAX_NESTING``. Any
+        other failure is reported as a plain parse reports it.
     """
-    if text.count("[") + text.count("{") <= MAX_NESTING:
-        return False
+    if may_nest_too_deep(text):
+        try:
+            padded = orjson.loads(_OPEN_PAD + text + _CLOSE_PAD)
+        except orjson.JSONDecodeError as error:
+            if str(error).startswith(_DEPTH_EXCEEDED):
+                raise EntityError(_TOO_DEEP) from None
+        else:
+            for _ in range(_PAD):  # one array in each of the others, else not what it seems
+                if type(padded) is not list or len(padded) != 1:
+                    break
+                padded = padded[0]
+            else:
+                return padded
     try:
-        orjson.dumps(_wrapped(document))
-    except orjson.JSONEncodeError:
-        return True
-    return False
-
-
-def _wrapped(document: Any) -> Any:
-    for _ in range(254 - MAX_NESTING):
-        document = [document]
-    return document
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise EntityError(f"ParsingFailure: {error}") from None
 
 
 def _entity(document: Any, index: int | None = None) -> SelfDescribingData:
