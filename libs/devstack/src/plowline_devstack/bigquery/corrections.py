@@ -18,6 +18,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
 * ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
+* ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
+  BIGNUMERIC and GEOGRAPHY columns (created, patched in, written), as analysts add them.
 
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
@@ -32,6 +34,7 @@ from typing import Any
 import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.column_types import BIGNUMERIC_STORAGE, GEOGRAPHY_OFFLINE
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
@@ -52,6 +55,8 @@ CORRECTIONS: tuple[Correction, ...] = (
     *WRITE_API_CORRECTIONS,
     GCS_LOAD_SOURCES,
     WRITE_SNAPSHOTS,
+    BIGNUMERIC_STORAGE,
+    GEOGRAPHY_OFFLINE,
 )
 """Every correction, in the order routes are matched."""
 
