@@ -534,7 +534,7 @@ def test_bigquery_bignumeric_column_added_by_patch_takes_rows(
     table.schema = [*BASE, bigquery.SchemaField("big", "BIGNUMERIC")]
     corrected.update_table(table, ["schema"], retry=RETRY, timeout=10)
 
-    assert [] == _insert(corrected, table, [{"id": "a", "big": BIG}])
+    assert _insert(corrected, table, [{"id": "a", "big": BIG}]) == []
 
 
 @pytest.mark.parametrize(
@@ -573,4 +573,31 @@ def test_bigquery_patch_adds_range_column_to_storage(
     corrected.update_table(table, ["schema"], retry=RETRY, timeout=10)
     row = {"id": "a", "span": {"start": "2026-01-01", "end": "2026-02-01"}}
 
-    assert [] == _insert(corrected, table, [row])
+    assert _insert(corrected, table, [row]) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "corrected",
+            [
+                _stopped(0),
+                _invalid(1, "at", 'Cannot convert value to geography (bad value): {"x": 1}'),
+            ],
+            id="corrected",
+        ),
+        pytest.param("uncorrected", HTTP_500, id="uncorrected"),
+    ],
+)
+def test_bigquery_object_in_geography_column_is_a_row_error(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """An object given to a GEOGRAPHY column rejects its row, not the whole request."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    schema = [bigquery.SchemaField("id", "STRING"), bigquery.SchemaField("at", "GEOGRAPHY")]
+    table = _table(client, local_stack.dataset, schema)
+
+    actual = _insert(client, table, [{"id": "a", "at": "POINT(1 2)"}, {"id": "b", "at": {"x": 1}}])
+
+    assert expected == actual

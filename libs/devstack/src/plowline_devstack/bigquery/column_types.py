@@ -32,7 +32,6 @@ import bqemulator.api.routes.tabledata
 import bqemulator.storage.type_map
 import bqemulator.types.geography
 import duckdb
-import pyarrow as pa
 from bqemulator.storage.engine import DuckDBEngine
 
 from plowline_devstack.bigquery.interception import Correction
@@ -52,8 +51,9 @@ def store_bignumeric_as_text() -> None:
     tabledata: Any = bqemulator.api.routes.tabledata
     shipped = tabledata._bq_type_to_arrow
 
-    def arrow_type(bq_type: str) -> pa.DataType:
-        return pa.string() if bq_type.upper() == "BIGNUMERIC" else shipped(bq_type)
+    def arrow_type(bq_type: str) -> Any:
+        # BIGNUMERIC values travel as STRING's Arrow type (text), not decimal256.
+        return shipped("STRING" if bq_type.upper() == "BIGNUMERIC" else bq_type)
 
     tabledata._bq_type_to_arrow = arrow_type
 
