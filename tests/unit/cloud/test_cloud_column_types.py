@@ -55,7 +55,10 @@ def test_patch_into_a_record_keeps_its_sub_fields_options() -> None:
     )
     merged, _ = merge_schema(HAND_MADE, [needed])
     record = HAND_MADE[-1]
-    widened = {**record, "fields": [*record["fields"], {"name": "y", "type": "INTEGER", "mode": "NULLABLE"}]}
+    widened = {
+        **record,
+        "fields": [*record["fields"], {"name": "y", "type": "INTEGER", "mode": "NULLABLE"}],
+    }
     assert [*HAND_MADE[:-1], widened] == merged
 
 
@@ -67,15 +70,15 @@ def test_patch_never_turns_bignumeric_into_numeric() -> None:
         Mode.REPEATED,
         (Field("amount", FieldType.NUMERIC),),
     )
-    assert (HAND_MADE, ()) == merge_schema(HAND_MADE, [needed])
+    assert merge_schema(HAND_MADE, [needed]) == (HAND_MADE, ())
 
 
 def test_differences_name_the_type_as_bigquery_does() -> None:
     """An existing table's unknown column type is reported by its BigQuery name."""
     wanted = (Field("later", FieldType.STRING),)
-    assert ["later is SOMETHING_NEW NULLABLE, expected STRING NULLABLE"] == field_differences(
-        FIELDS, wanted
-    )
+    assert field_differences(FIELDS, wanted) == [
+        "later is SOMETHING_NEW NULLABLE, expected STRING NULLABLE"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -105,7 +108,7 @@ def test_rows_encode_beside_columns_of_every_type() -> None:
     """A row that does not name the hand-made columns encodes as usual."""
     encoder = RowEncoder(FIELDS)
     message = encoder._message_class.FromString(encoder.encode({"event_id": "e1"}))
-    assert "e1" == message.event_id
+    assert message.event_id == "e1"
 
 
 def test_values_of_hand_made_types_encode_as_the_write_api_takes_them() -> None:
@@ -122,7 +125,7 @@ def test_values_of_hand_made_types_encode_as_the_write_api_takes_them() -> None:
     }
     message = encoder._message_class.FromString(encoder.encode(data))
     actual = (message.raw, message.big, message.at_time, message.local_at, message.place)
-    assert (b"\x00\x01", "1.5", "12:00:00", "2026-11-24T12:00:00", "POINT(1 2)") == actual
+    assert actual == (b"\x00\x01", "1.5", "12:00:00", "2026-11-24T12:00:00", "POINT(1 2)")
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_every_type_round_trips_exactly(spec: dict[str, Any], family: FieldType)
 def test_unknown_type_keeps_its_name() -> None:
     """A type this version does not know is OTHER, and BigQuery's name for it is kept."""
     field = Field.from_api(_column({"type": "VECTOR_OF_THE_FUTURE"}))
-    assert (FieldType.OTHER, "VECTOR_OF_THE_FUTURE") == (field.type, field.type_name)
+    assert (field.type, field.type_name) == (FieldType.OTHER, "VECTOR_OF_THE_FUTURE")
 
 
 def test_bignumeric_is_not_numeric() -> None:
@@ -108,7 +108,7 @@ def test_legacy_and_alias_spellings_read_as_the_same_family() -> None:
     """INT64 and INTEGER columns are the same family, so widening sees no type change."""
     table = (Field.from_api({"name": "c", "type": "INT64", "mode": "NULLABLE"}),)
     plan = plan_widening(table, (Field("c", FieldType.INTEGER),))
-    assert (True, ()) == (plan.is_empty, plan.conflicts)
+    assert (plan.is_empty, plan.conflicts) == (True, ())
 
 
 _UNWRITTEN = [
@@ -171,7 +171,7 @@ def test_missing_fields_takes_unwritten_columns_as_leaves() -> None:
         Field.from_api({"name": "later", "type": "SOMETHING_NEW"}),
     )
     row = {"where": {"type": "Point"}, "later": [1, 2]}
-    assert [] == missing_fields(table, row)
+    assert missing_fields(table, row) == []
 
 
 # -- property: any API field dict survives the round trip ----------------------------------

@@ -254,6 +254,4 @@ def _scalar(field: Field, value: Any, where: str) -> Any:
     try:
         return _CONVERT[field.type](value)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(
-            f"{where}: cannot convert {value!r} to {field.type_name}: {exc}"
-        ) from None
+        raise ValueError(f"{where}: cannot convert {value!r} to {field.type_name}: {exc}") from None

@@ -25,7 +25,6 @@ from enum import StrEnum
 from typing import Any
 
 
-
 class FieldType(StrEnum):
     """BigQuery column types (legacy names, as the REST API reports them).
 
