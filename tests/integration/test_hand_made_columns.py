@@ -43,8 +43,21 @@ CLASH = "unstruct_event_com_acme_checkout_started_1_0_0"
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 WEB_PAGE_COLUMN = "contexts_com_snowplowanalytics_snowplow_web_page_1_0_0"
 HAND_MADE: list[dict[str, Any]] = [
-    {"name": "raw_bytes", "type": "BYTES", "mode": "NULLABLE", "description": "by hand"},
-    {"name": "big_amount", "type": "BIGNUMERIC", "mode": "NULLABLE"},
+    {
+        "name": "raw_bytes",
+        "type": "BYTES",
+        "mode": "NULLABLE",
+        "description": "by hand",
+        "maxLength": "16",
+    },
+    {
+        "name": "big_amount",
+        "type": "BIGNUMERIC",
+        "mode": "NULLABLE",
+        "precision": "50",
+        "scale": "10",
+        "roundingMode": "ROUND_HALF_EVEN",
+    },
     {"name": "at_time", "type": "TIME", "mode": "NULLABLE"},
     {"name": "local_at", "type": "DATETIME", "mode": "NULLABLE"},
     {"name": "place", "type": "GEOGRAPHY", "mode": "NULLABLE"},
@@ -57,7 +70,7 @@ HAND_MADE: list[dict[str, Any]] = [
         "mode": "REPEATED",
         "fields": [
             {"name": "at", "type": "DATETIME", "mode": "NULLABLE"},
-            {"name": "amount", "type": "BIGNUMERIC", "mode": "NULLABLE"},
+            {"name": "amount", "type": "BIGNUMERIC", "mode": "NULLABLE", "precision": "60"},
         ],
     },
     {"name": CLASH, "type": "GEOGRAPHY", "mode": "NULLABLE", "description": "not an entity"},
@@ -169,7 +182,6 @@ def _hand_made(columns: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def test_loader_loads_beside_hand_made_columns(typed: TypedTable, load: dict[str, Any]) -> None:
     """A batch lands its good event; the clashing entity is a failed insert, garbage a bad row."""
     stack = typed.stack
-    before = _hand_made(typed.columns())
     config = WorkerConfig(
         bigquery=load_bigquery_config(typed.config_file(load)),
         resolver_json=typed.resolver_file.read_text(),
@@ -192,7 +204,7 @@ def test_loader_loads_beside_hand_made_columns(typed: TypedTable, load: dict[str
 
     outcome = build_processor(config).process(messages)
 
-    expected = ((1, 1, 1), {good}, before)
+    expected = ((1, 1, 1), {good}, HAND_MADE)
     actual = (
         (outcome.good, outcome.failed, outcome.bad),
         typed.event_ids(),
@@ -228,7 +240,6 @@ def test_mutator_widens_and_lists_a_table_with_hand_made_columns(
 ) -> None:
     """The listener adds a new type's column, leaves the clash and every hand-made column as is."""
     stack = typed.stack
-    before = _hand_made(typed.columns())
     service, port = mutator
     types = [
         EntityType(SchemaKey.parse(CHECKOUT), ShredProperty.UNSTRUCT_EVENT),
@@ -243,7 +254,7 @@ def test_mutator_widens_and_lists_a_table_with_hand_made_columns(
     service.stop()
 
     clash = next((c for c in listed or [] if c["column"] == CLASH), {})
-    expected = (True, before, "GEOGRAPHY", True)
+    expected = (True, HAND_MADE, "GEOGRAPHY", True)
     actual = (added, _hand_made(typed.columns()), clash.get("field", {}).get("type"), alive)
     assert expected == actual, service.tail()
 

@@ -601,3 +601,82 @@ def test_bigquery_object_in_geography_column_is_a_row_error(
     actual = _insert(client, table, [{"id": "a", "at": "POINT(1 2)"}, {"id": "b", "at": {"x": 1}}])
 
     assert expected == actual
+
+
+OPTIONED = [
+    {"name": "code", "type": "STRING", "mode": "NULLABLE", "maxLength": "8", "collation": "und:ci"},
+    {"name": "price", "type": "NUMERIC", "mode": "NULLABLE", "precision": "10", "scale": "2"},
+    {
+        "name": "rec",
+        "type": "RECORD",
+        "mode": "NULLABLE",
+        "fields": [
+            {
+                "name": "seen",
+                "type": "TIMESTAMP",
+                "mode": "NULLABLE",
+                "defaultValueExpression": "CURRENT_TIMESTAMP()",
+            },
+            {
+                "name": "big",
+                "type": "BIGNUMERIC",
+                "mode": "NULLABLE",
+                "roundingMode": "ROUND_HALF_EVEN",
+            },
+        ],
+    },
+    {"name": "span", "type": "RANGE", "mode": "NULLABLE", "rangeElementType": {"type": "DATE"}},
+]
+STRIPPED = [
+    {"name": "code", "type": "STRING", "mode": "NULLABLE"},
+    {"name": "price", "type": "NUMERIC", "mode": "NULLABLE"},
+    {
+        "name": "rec",
+        "type": "RECORD",
+        "mode": "NULLABLE",
+        "fields": [
+            {"name": "seen", "type": "TIMESTAMP", "mode": "NULLABLE"},
+            {"name": "big", "type": "BIGNUMERIC", "mode": "NULLABLE"},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", OPTIONED, id="corrected"),
+        pytest.param("uncorrected", STRIPPED, id="uncorrected"),
+    ],
+)
+def test_bigquery_column_options_survive_create_and_get(
+    name: str, expected: Any, request: pytest.FixtureRequest, local_stack: LocalStack
+) -> None:
+    """Column options come back as given (and a RANGE's element type as BigQuery writes it)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    schema = [bigquery.SchemaField.from_api_repr(column) for column in OPTIONED[:2]]
+    if name == "corrected":  # BIGNUMERIC needs bignumeric-storage, absent uncorrected
+        schema.extend(bigquery.SchemaField.from_api_repr(column) for column in OPTIONED[2:])
+    table = _table(client, local_stack.dataset, schema)
+
+    actual = [f.to_api_repr() for f in client.get_table(table, retry=RETRY).schema]
+
+    assert expected[: len(schema)] == actual
+
+
+def test_bigquery_column_options_survive_a_patch(
+    corrected: bigquery.Client, local_stack: LocalStack
+) -> None:
+    """A patch that adds a column sends the options back; they are still there afterwards."""
+    table = _table(
+        corrected,
+        local_stack.dataset,
+        [bigquery.SchemaField.from_api_repr(column) for column in OPTIONED],
+    )
+    table.schema = [*table.schema, bigquery.SchemaField("extra", "STRING")]
+    corrected.update_table(table, ["schema"], retry=RETRY, timeout=10)
+
+    actual = [f.to_api_repr() for f in corrected.get_table(table, retry=RETRY).schema][:-1]
+
+    expected = OPTIONED
+    assert expected == actual

@@ -20,6 +20,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
 * ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
   BIGNUMERIC and GEOGRAPHY columns (created, patched in, written), as analysts add them.
+* ``column-options`` (:mod:`.column_options`): maxLength, precision, scale and the other
+  column options survive create, patch and get, so a test sees whether a patch kept them.
 
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
@@ -34,6 +36,7 @@ from typing import Any
 import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.column_options import COLUMN_OPTIONS
 from plowline_devstack.bigquery.column_types import BIGNUMERIC_STORAGE, GEOGRAPHY_OFFLINE
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
@@ -57,6 +60,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     WRITE_SNAPSHOTS,
     BIGNUMERIC_STORAGE,
     GEOGRAPHY_OFFLINE,
+    COLUMN_OPTIONS,
 )
 """Every correction, in the order routes are matched."""
 
