@@ -14,6 +14,10 @@ Notes:
     ``preview`` command use. Only ``type`` (the family, with aliases folded), ``mode``
     and a RECORD's ``fields`` mean anything to the core; the options ride along
     untouched (``ColumnOptions``). Fields built by the core carry no options.
+    Row values: the core casts an entity by its Iglu schema, never by the table's column.
+    When a hand-made column of another type holds an entity column's name, the mutator
+    reports a conflict and the row goes out as the core built it; BigQuery (or the Write
+    API encoder) refuses that row alone, and it becomes a failed insert.
 """
 
 from __future__ import annotations
