@@ -22,6 +22,10 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
 * ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
+* ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
+  BIGNUMERIC and GEOGRAPHY columns (created, patched in, written), as analysts add them.
+* ``column-options`` (:mod:`.column_options`): maxLength, precision, scale and the other
+  column options survive create, patch and get, so a test sees whether a patch kept them.
 
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
@@ -36,6 +40,8 @@ from typing import Any
 import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.column_options import COLUMN_OPTIONS
+from plowline_devstack.bigquery.column_types import BIGNUMERIC_STORAGE, GEOGRAPHY_OFFLINE
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
@@ -60,6 +66,9 @@ CORRECTIONS: tuple[Correction, ...] = (
     *WRITE_API_CORRECTIONS,
     GCS_LOAD_SOURCES,
     WRITE_SNAPSHOTS,
+    BIGNUMERIC_STORAGE,
+    GEOGRAPHY_OFFLINE,
+    COLUMN_OPTIONS,
 )
 """Every correction, in the order routes are matched."""
 
