@@ -1,10 +1,11 @@
 """The mutator's HTTP API (FastAPI): add a column by hand, list and preview columns, probes.
 
     POST /v1/columns           {"schema": "iglu:…", "shredProperty": "CONTEXTS"}
-                               201 added, 200 already there, 404 unknown schema, 409 the
-                               table cannot take it (conflicting column, BigQuery's column
-                               limit), 422 malformed request or illegal column name, 502
-                               BigQuery refused, 503 Iglu or BigQuery failing (Retry-After)
+                               201 added, 200 already there, 400 body not UTF-8 JSON,
+                               404 unknown schema, 409 the table cannot take it (conflicting
+                               column, BigQuery's column limit), 422 malformed request or
+                               illegal column name, 502 BigQuery refused, 503 Iglu or
+                               BigQuery failing (Retry-After)
     GET  /v1/columns           entity columns with the schema each came from (see catalogue)
     GET  /v1/columns/preview   ?schema=iglu:…&shredProperty=…: the column, nothing written
     GET  /healthz  /readyz  /metrics                    probes: never need the token
@@ -30,7 +31,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response, Security
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.iglu.key import SchemaKey
@@ -40,6 +43,7 @@ from plowline_core.schema.entity import EntityType, ShredProperty
 from plowline_core.schema.limits import illegal_names
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import SecretStr
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from plowline_mutator.api_models import (
     INVALID,
@@ -115,6 +119,7 @@ def build_api(context: ApiContext) -> FastAPI:
         responses={
             200: {"model": ColumnField, "description": "the column was already there"},
             201: {"model": ColumnField, "description": "the column was added"},
+            400: problem("the body cannot be read as UTF-8 JSON"),
             **UNAUTHORIZED,
             404: problem("no repository has the schema"),
             409: problem("the table cannot take the column (conflict, column limit)"),
@@ -218,7 +223,31 @@ def build_api(context: ApiContext) -> FastAPI:
         """Return the mutator's metrics in the Prometheus text format."""
         return Response(context.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    _allow_every_method_of_a_path(app)
     return app
+
+
+def _allow_every_method_of_a_path(app: FastAPI) -> None:
+    """Make a 405 list every method of its path, not only those of the first route matched.
+
+    Notes:
+        Starlette answers 405 from the first route whose path matches, so ``OPTIONS
+        /v1/columns`` would say ``Allow: POST`` although GET is served there too (RFC 9110
+        wants every method the resource supports).
+    """
+    methods: dict[str, set[str]] = {}
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            methods.setdefault(route.path, set()).update(route.methods or ())
+
+    async def not_allowed(request: Request, error: Exception) -> Response:
+        assert isinstance(error, StarletteHTTPException)
+        allowed = methods.get(request.url.path)
+        if error.status_code == 405 and allowed:
+            error.headers = {**(error.headers or {}), "Allow": ", ".join(sorted(allowed))}
+        return await http_exception_handler(request, error)
+
+    app.add_exception_handler(StarletteHTTPException, not_allowed)
 
 
 def _add_error_handlers(app: FastAPI, metrics: MutatorMetrics) -> None:
