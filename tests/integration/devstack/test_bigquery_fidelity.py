@@ -14,7 +14,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from google.api_core.exceptions import InternalServerError, PreconditionFailed, RetryError
+from google.api_core.exceptions import (
+    BadRequest,
+    InternalServerError,
+    PreconditionFailed,
+    RetryError,
+)
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from plowline_devstack.stack import LocalStack
@@ -631,3 +636,52 @@ def test_bigquery_column_options_survive_a_patch(
 
     expected = OPTIONED
     assert expected == actual
+
+
+def _patched_schema(client: bigquery.Client, table: bigquery.Table) -> str:
+    """Send the table's new schema; return ``400`` when refused, else the stored field types."""
+    try:
+        client.update_table(table, ["schema"], retry=RETRY, timeout=30)
+    except BadRequest:
+        return "400"
+    stored = client.get_table(table.reference, retry=RETRY, timeout=10).schema
+    return ",".join(f"{f.name[:8]}:{f.field_type}" for f in stored)
+
+
+_WIDE_RECORD = bigquery.SchemaField(
+    "wide", "RECORD", fields=[bigquery.SchemaField(f"f{i}", "STRING") for i in range(10_001)]
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "name", "expected"),
+    [
+        pytest.param(
+            [bigquery.SchemaField("x" * 301, "STRING")], "corrected", "400", id="301-name"
+        ),
+        pytest.param(
+            [bigquery.SchemaField("x" * 301, "STRING")],
+            "uncorrected",
+            "id:STRING,xxxxxxxx:STRING",
+            id="301-name-uncorrected",
+        ),
+        pytest.param([_WIDE_RECORD], "corrected", "400", id="10001-leaves"),
+        pytest.param(
+            [_WIDE_RECORD], "uncorrected", "id:STRING,wide:RECORD", id="10001-uncorrected"
+        ),
+    ],
+)
+def test_bigquery_refuses_a_schema_past_its_limits(
+    change: list[bigquery.SchemaField],
+    name: str,
+    expected: str,
+    request: pytest.FixtureRequest,
+    local_stack: LocalStack,
+) -> None:
+    """A name over 300 characters or 10,001 leaf fields: 400 (stored uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    base = [bigquery.SchemaField("id", "STRING")]
+    table = _table(client, local_stack.dataset, base)
+    table.schema = [*base, *change]
+
+    assert expected == _patched_schema(client, table)

@@ -7,6 +7,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   ``If-Match`` etag fails with 412, so concurrent schema writers cannot lose a column.
 * ``table-schema-rules`` (:mod:`.schema_rules`): tables.patch/update refuse (400) a
   dropped, retyped or narrowed field and a new REQUIRED one: a schema only widens.
+* ``table-schema-limits`` (:mod:`.schema_limits`): tables.insert/patch/update refuse
+  (400) an empty or over-300-character name and more than 10,000 leaf fields.
 * ``table-patch-storage`` (:mod:`.table_patch`): tables.patch/update schema changes reach
   DuckDB storage, so the next insertAll works.
 * ``alter-ddl-catalog`` (:mod:`.alter_ddl`): ``ALTER TABLE … ADD COLUMN`` query jobs
@@ -48,6 +50,7 @@ from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
 from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
+from plowline_devstack.bigquery.schema_limits import TABLE_SCHEMA_LIMITS
 from plowline_devstack.bigquery.schema_rules import TABLE_SCHEMA_RULES
 from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
 from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
@@ -57,6 +60,7 @@ from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 CORRECTIONS: tuple[Correction, ...] = (
     TABLE_ETAG_PRECONDITION,
     TABLE_SCHEMA_RULES,
+    TABLE_SCHEMA_LIMITS,
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
     INSERT_AUTO_TIMESTAMP,
