@@ -203,8 +203,9 @@ class Mutator:
     def _widen(
         self, needed: tuple[Field, ...]
     ) -> tuple[WideningPlan, tuple[Field, ...], dict[str, tuple[Rejection, str]]]:
-        fits, refused = self._fitting(self._store.fields(), needed)
-        plan = plan_widening(self._store.fields(), fits)
+        cached = self._store.fields()
+        fits, refused = self._fitting(cached, needed)
+        plan = plan_widening(cached, fits)
         if plan.is_empty and not refused:
             return plan, (), {}
         # The cached view may be stale (the table widened elsewhere): look again before patching.
