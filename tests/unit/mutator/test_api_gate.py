@@ -19,6 +19,7 @@ from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_mutator.api import ApiContext, create_app
+from plowline_mutator.api_models import SCHEMA_URI_PATTERN
 from plowline_mutator.gate import Access, AccessGate
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
@@ -201,3 +202,27 @@ def test_body_within_the_limit_reaches_the_app() -> None:
     """A body under the limit in several chunks is read whole and handed on."""
     exchange = Exchange([BEARER, (b"transfer-encoding", b"chunked")], [b"x" * 500] * 2)
     assert exchange.run(ACCESS) == (None, 2, True)
+
+
+def test_preview_of_an_illegal_column_name_answers_422() -> None:
+    """Preview of a schema whose column name passes 300 characters says illegal_name."""
+    response = client().get(
+        "/v1/columns/preview", params={"schema": LONG, "shredProperty": "CONTEXTS"}, headers=AUTH
+    )
+    assert (response.status_code, response.json()["detail"].startswith("illegal")) == (422, True)
+
+
+def test_document_states_the_schema_pattern_and_the_gate_statuses() -> None:
+    """The body's and the query's ``schema`` carry the pattern; protected routes list 401 and 413."""
+    document = client().get("/openapi.json", headers=AUTH).json()
+    body = document["components"]["schemas"]["ColumnRequest"]["properties"]["schema"]
+    query = document["paths"]["/v1/columns/preview"]["get"]["parameters"][0]["schema"]
+    operations = [
+        document["paths"][path][method]["responses"]
+        for path, method in (("/v1/columns", "post"), ("/v1/columns", "get"))
+    ]
+    expected = (True, [True, True])
+    assert expected == (
+        body.get("pattern") == query.get("pattern") == SCHEMA_URI_PATTERN,
+        [{"401", "413"} <= set(responses) for responses in operations],
+    )
