@@ -20,6 +20,7 @@ from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
+from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 SHARED = Path(__file__).resolve().parents[4] / "shared"
@@ -288,3 +289,44 @@ def test_schema_is_resolved_once_per_entity_type() -> None:
         builder.build(event)
     expected = 1
     assert expected == registry.lookups
+
+
+def _nested_text(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+def _deep_line(uri: str, depth: int, key: str | None = None) -> str:
+    data = _nested_text(depth) if key is None else f'{{"{key}":{_nested_text(depth)}}}'
+    envelope = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+    return enriched_line(
+        unstruct_event=f'{{"schema":"{envelope}","data":{{"schema":"{uri}","data":{data}}}}}'
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+@pytest.mark.parametrize(
+    ("uri", "code"),
+    [
+        pytest.param(UNKNOWN.to_uri(), "iglu.resolution", id="unknown-schema"),
+        pytest.param(LINK_CLICK.to_uri(), "iglu.cast", id="not-an-object"),
+    ],
+)
+def test_deeply_nested_entity_gives_a_bad_row_that_encodes(
+    builder: RowBuilder, uri: str, code: str, depth: int
+) -> None:
+    """An entity nested past orjson's 255 levels is an Iglu bad row, and that bad row encodes."""
+    result = builder.transform_line(_deep_line(uri, depth))
+    assert isinstance(result, IgluErrorRow)
+    assert code == result.code
+    document = orjson.loads(result.to_json(PROCESSOR))
+    jsonschema.Draft4Validator(_badrow_schema("loader_iglu_error", "2-0-0")).validate(
+        document["data"]
+    )
+
+
+def test_deep_value_in_a_full_mode_string_column_is_kept_as_text(builder: RowBuilder) -> None:
+    """In full mode a STRING sub-field takes a value nested 1000 deep as its JSON text."""
+    line = _deep_line(LINK_CLICK.to_uri(), 1000, key="targetUrl")
+    (row,) = _rows(builder.transform_line(line))
+    column = row["unstruct_event_com_snowplowanalytics_snowplow_link_click_1_0_1"]
+    assert _nested_text(1000) == column["target_url"]

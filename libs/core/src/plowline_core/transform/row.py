@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
+from plowline_core.badrows.encoding import dumps
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.event.atomic import decode_valid_line
 from plowline_core.event.fields import FIELD_COUNT
@@ -78,8 +79,13 @@ class TransformedRow(NamedTuple):
     types: frozenset[EntityType]
 
     def to_json(self) -> bytes:
-        """Return the row as compact JSON (the insertAll ``json`` object)."""
-        return orjson.dumps(self.data)
+        """Return the row as compact JSON (the insertAll ``json`` object); never raises.
+
+        Notes:
+            Text that is not valid Unicode (a lone surrogate, possible only in a ``str``
+            line built in memory) is written as U+FFFD (``badrows.encoding``).
+        """
+        return dumps(self.data, max_depth=None)
 
 
 class _Plan(NamedTuple):
