@@ -45,7 +45,8 @@ def test_hostile_body_is_keyed_without_failing_the_batch(spark: SparkSession, bo
 
     placed = _partitions(spark, [good, body, good])
 
-    assert [0, 1, 2] == [n for n, _ in placed]
+    expected = [0, 1, 2]
+    assert expected == [n for n, _ in placed]
 
 
 def test_every_copy_of_an_event_id_meets_in_one_task(spark: SparkSession) -> None:
@@ -59,7 +60,8 @@ def test_every_copy_of_an_event_id_meets_in_one_task(spark: SparkSession) -> Non
 
     placed = dict(_partitions(spark, same + others))
 
-    assert (1, 2) == (len({placed[0], placed[1], placed[2]}), len(set(placed.values())))
+    expected = (1, 2)  # the three copies in one partition; the batch over both
+    assert expected == (len({placed[0], placed[1], placed[2]}), len(set(placed.values())))
 
 
 def test_copies_of_a_short_line_meet_in_one_task(spark: SparkSession) -> None:
