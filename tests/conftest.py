@@ -1,7 +1,7 @@
 """Root test configuration: tiers by directory, shared-data paths, and a network guard.
 
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
-``integration``, under ``tests/e2e`` ``e2e``; select with ``-m``.
+``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``; select with ``-m``.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident.
 """
@@ -24,7 +24,7 @@ settings.load_profile("plowline")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-_TIERS = ("unit", "integration", "e2e")
+_TIERS = ("unit", "integration", "e2e", "fuzz")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

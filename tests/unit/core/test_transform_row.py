@@ -13,6 +13,7 @@ import orjson
 import pytest
 from plowline_core.badrows import IgluErrorRow, ParsingErrorRow, Processor, RuntimeErrorRow
 from plowline_core.errors import RegistryUnavailable
+from plowline_core.event.entities import MAX_NESTING
 from plowline_core.event.model import EnrichedEvent, SelfDescribingData
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -303,30 +304,28 @@ def _deep_line(uri: str, depth: int, key: str | None = None) -> str:
     )
 
 
-@pytest.mark.parametrize("depth", [300, 1000])
 @pytest.mark.parametrize(
-    ("uri", "code"),
+    ("depth", "code"),
     [
-        pytest.param(UNKNOWN.to_uri(), "iglu.resolution", id="unknown-schema"),
-        pytest.param(LINK_CLICK.to_uri(), "iglu.cast", id="not-an-object"),
+        pytest.param(MAX_NESTING - 2, "iglu.cast", id="at-the-limit"),
+        pytest.param(MAX_NESTING - 1, "parsing.row_decoding", id="one-past"),
+        pytest.param(1000, "parsing.row_decoding", id="1000"),
     ],
 )
 def test_deeply_nested_entity_gives_a_bad_row_that_encodes(
-    builder: RowBuilder, uri: str, code: str, depth: int
+    builder: RowBuilder, depth: int, code: str
 ) -> None:
-    """An entity nested past orjson's 255 levels is an Iglu bad row, and that bad row encodes."""
-    result = builder.transform_line(_deep_line(uri, depth))
-    assert isinstance(result, IgluErrorRow)
+    """Entity JSON nested past MAX_NESTING is a parsing bad row; up to it, a bad row that encodes."""
+    result = builder.transform_line(_deep_line(LINK_CLICK.to_uri(), depth))
     assert code == result.code
     document = orjson.loads(result.to_json(PROCESSOR))
-    jsonschema.Draft4Validator(_badrow_schema("loader_iglu_error", "2-0-0")).validate(
-        document["data"]
-    )
+    schema = "loader_iglu_error" if code == "iglu.cast" else "loader_parsing_error"
+    jsonschema.Draft4Validator(_badrow_schema(schema, "2-0-0")).validate(document["data"])
 
 
 def test_deep_value_in_a_full_mode_string_column_is_kept_as_text(builder: RowBuilder) -> None:
-    """In full mode a STRING sub-field takes a value nested 1000 deep as its JSON text."""
-    line = _deep_line(LINK_CLICK.to_uri(), 1000, key="targetUrl")
+    """In full mode a STRING sub-field takes a value nested to the limit as its JSON text."""
+    line = _deep_line(LINK_CLICK.to_uri(), MAX_NESTING - 3, key="targetUrl")
     (row,) = _rows(builder.transform_line(line))
     column = row["unstruct_event_com_snowplowanalytics_snowplow_link_click_1_0_1"]
-    assert _nested_text(1000) == column["target_url"]
+    assert _nested_text(MAX_NESTING - 3) == column["target_url"]

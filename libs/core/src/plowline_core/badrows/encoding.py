@@ -19,15 +19,20 @@ What the payload holds:
     ``MAX_DEPTH`` levels into the bad row    (so every bad row reads back: orjson reads
                                              1024 levels, Python's json module ~990)
     a key that is not a string               its JSON text (``1``, ``true``, ``null``)
-    a container that contains itself         null where it recurs
+    nesting past ``GUARD_DEPTH`` levels      null there (only a document built in
+    (a container that contains itself)       memory can nest so deep: one that
+                                             contains itself)
     any other object                         ``str(value)`` as a string
     ======================================== ============================================
 
 Notes:
     Pure. Speed: one orjson call when it can encode the whole document (every bad row of
-    well-formed data). Otherwise one pass measures the height of every container, and
-    orjson encodes each largest subtree it can take in one call (orjson stops at 255
-    levels); only the levels above are written here, with an explicit stack.
+    well-formed data). Otherwise the levels orjson cannot take (it stops at 255) are
+    written here, with an explicit stack, a run of spine links at a time, and orjson
+    writes every subtree it can take (tried at two levels of every 64, so a deep spine
+    costs a few failed calls). Parsed lines never need it: the parser refuses entity JSON
+    nested deeper than ``event.entities.MAX_NESTING`` (250), so their bad rows (3 levels
+    more) are one orjson call; this path is the safety net for anything built in memory.
 """
 
 from __future__ import annotations
@@ -41,8 +46,13 @@ import orjson
 MAX_DEPTH = 500
 """Containers nested deeper than this in a bad row are written as their JSON text."""
 
-# orjson refuses 255 nested containers; subtrees this tall or less go to it in one call.
-_ORJSON_HEIGHT = 250
+GUARD_DEPTH = 20_000
+"""Nesting past this (only a container inside itself) is written as null."""
+
+# orjson refuses 255 nested containers: it is tried where what it writes stays within a
+# bad row's cap even if it nests this deep, and at two levels of every _SLAB along a spine.
+_ORJSON_HEIGHT = 254
+_SLAB = 64
 _NULL = b"null"
 
 
@@ -50,18 +60,20 @@ class _Emit(bytes):
     """Bytes to write as they are (a token on the encoder's stack, never a value)."""
 
 
-class _Leave:
-    """Marks the end of a container on the encoder's stack (pops it off the path)."""
+class _Close:
+    """Closing text to write, ending ``levels`` levels (a token, never a value)."""
 
-    __slots__ = ("key",)
+    __slots__ = ("levels", "text")
 
-    def __init__(self, key: int) -> None:
-        self.key = key
+    def __init__(self, text: bytes, levels: int) -> None:
+        self.text = text
+        self.levels = levels
 
 
+# Types that are never containers: checked first, as one set lookup.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 _COMMA, _COLON = _Emit(b","), _Emit(b":")
-_OPEN_LIST, _CLOSE_LIST = _Emit(b"["), _Emit(b"]")
-_OPEN_OBJECT, _CLOSE_OBJECT = _Emit(b"{"), _Emit(b"}")
+_CLOSE_LIST, _CLOSE_OBJECT = _Close(b"]", 1), _Close(b"}", 1)
 
 
 def dumps(document: Any, *, max_depth: int | None = MAX_DEPTH) -> bytes:
@@ -74,100 +86,170 @@ def dumps(document: Any, *, max_depth: int | None = MAX_DEPTH) -> bytes:
     try:
         return orjson.dumps(document)
     except orjson.JSONEncodeError:
-        return _encode(document, _heights(document), max_depth)
+        return _encode(document, max_depth)
 
 
 def _is_container(value: Any) -> bool:
     return isinstance(value, Mapping | list | tuple)
 
 
-def _children(value: Any) -> Any:
-    return value.values() if isinstance(value, Mapping) else value
-
-
-def _heights(document: Any) -> dict[int, int]:
-    """Return the height of every container in ``document`` by ``id`` (a scalar is 0).
+def _encode(document: Any, cap: int | None) -> bytes:
+    """Return the JSON of ``document``; containers deeper than ``cap`` become JSON text.
 
     Notes:
-        Iterative post-order; a shared container is measured once; an edge back to a
-        container on the current path (a cycle) is not followed.
+        orjson is tried on a container at levels 0 and 1 of every ``_SLAB`` (when what it
+        writes cannot pass ``cap``); the levels between are written here.
     """
-    heights: dict[int, int] = {}
-    if not _is_container(document):
-        return heights
-    on_path = {id(document)}
-    stack = [(document, iter(_children(document)))]
-    while stack:
-        node, pending = stack[-1]
-        for child in pending:
-            if _is_container(child) and id(child) not in heights and id(child) not in on_path:
-                on_path.add(id(child))
-                stack.append((child, iter(_children(child))))
-                break
-        else:
-            stack.pop()
-            on_path.discard(id(node))
-            heights[id(node)] = 1 + max(
-                (heights.get(id(child), 0) for child in _children(node) if _is_container(child)),
-                default=0,
-            )
-    return heights
-
-
-def _encode(document: Any, heights: dict[int, int], cap: int | None) -> bytes:
-    """Return the JSON of ``document``; containers deeper than ``cap`` become JSON text."""
     out: list[bytes] = []
-    on_path: set[int] = set()
-    depth = 0
+    depth = 0  # containers opened here around the next item
     stack: list[Any] = [document]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is _Emit:
             out.append(item)
-        elif kind is _Leave:
-            on_path.discard(item.key)
-            depth -= 1
-        elif not _is_container(item):
+            continue
+        if kind is _Close:
+            out.append(item.text)
+            depth -= item.levels
+            continue
+        if kind in _PLAIN or not (kind is list or kind is dict or _is_container(item)):
             out.append(_scalar(item))
-        elif id(item) in on_path:
-            out.append(_NULL)  # a container inside itself
-        elif cap is not None and depth >= cap:
-            text = _encode(item, heights, None).decode()
-            out.append(orjson.dumps(text))
+            continue
+        if depth >= GUARD_DEPTH:
+            out.append(_NULL)
+            continue
+        if cap is not None and depth >= cap:
+            out.append(orjson.dumps(_encode(item, None).decode()))
+            continue
+        if depth % _SLAB < 2 and (cap is None or depth + _ORJSON_HEIGHT <= cap):
+            try:
+                out.append(orjson.dumps(item))
+                continue
+            except orjson.JSONEncodeError:
+                pass  # too deep, or a value orjson refuses inside: open it up
+        # A deep spine: containers whose entries are all plain but one container are
+        # written a run at a time, up to where orjson is tried next (or the cap).
+        stop = min(_SLAB - depth % _SLAB, GUARD_DEPTH - depth)
+        if cap is not None:
+            stop = min(stop, cap - depth)
+        opening: list[bytes] = []
+        closing: list[bytes] = []
+        inner = item
+        while len(opening) < stop:
+            step = _spine_step(inner)
+            if step is None:
+                break
+            opening.append(step[0])
+            closing.append(step[2])
+            inner = step[1]
+        if opening:
+            out.append(b"".join(opening))
+            depth += len(opening)
+            closing.reverse()
+            stack += (_Close(b"".join(closing), len(opening)), inner)
         else:
-            height = heights.get(id(item), _ORJSON_HEIGHT)
-            if height < _ORJSON_HEIGHT and (cap is None or depth + height <= cap):
-                try:
-                    out.append(orjson.dumps(item))
-                    continue
-                except orjson.JSONEncodeError:
-                    pass  # a value orjson refuses somewhere inside: open it up
-            on_path.add(id(item))
             depth += 1
-            stack.append(_Leave(id(item)))
-            stack.extend(_opened(item))
+            _open(item, out, stack)
     return b"".join(out)
 
 
-def _opened(container: Any) -> list[Any]:
-    """Return the stack items writing ``container`` (reversed: the last one is written first)."""
-    items: list[Any] = []
-    if isinstance(container, Mapping):
-        items.append(_CLOSE_OBJECT)
-        for index, (key, value) in enumerate(reversed(list(container.items()))):
-            if index:
-                items.append(_COMMA)
-            items.extend((value, _COLON, _Emit(_key(key))))
-        items.append(_OPEN_OBJECT)
+def _spine_step(node: Any) -> tuple[bytes, Any, bytes] | None:
+    """Return (text before, the one container entry, text after) of a spine link, else None.
+
+    Notes:
+        A link is a list or dict whose entries are all plain values orjson writes, but
+        one that is a list or dict; None for anything else (written entry by entry).
+    """
+    kind = type(node)
+    if kind is list:
+        if len(node) == 1:
+            child = node[0]
+            return (b"[", child, b"]") if type(child) is list or type(child) is dict else None
+        at = _only_container(node)
+        if at < 0:
+            return None
+        before, after = node[:at], node[at + 1 :]
+    elif kind is dict:
+        items = list(node.items())
+        at = _only_container([value for _, value in items])
+        if at < 0 or type(items[at][0]) is not str:
+            return None
+        before, after = dict(items[:at]), dict(items[at + 1 :])
     else:
-        items.append(_CLOSE_LIST)
-        for index, value in enumerate(reversed(container)):
-            if index:
-                items.append(_COMMA)
-            items.append(value)
-        items.append(_OPEN_LIST)
-    return items
+        return None
+    try:
+        head = orjson.dumps(before)[:-1] + (b"," if before else b"")
+        if kind is dict:
+            head += orjson.dumps(items[at][0]) + b":"
+        tail = b"," + orjson.dumps(after)[1:] if after else orjson.dumps(after)[1:]
+    except orjson.JSONEncodeError:  # a plain value orjson refuses, a key that is not text
+        return None
+    return head, items[at][1] if kind is dict else node[at], tail
+
+
+def _only_container(values: list[Any]) -> int:
+    """Return the index of the one list or dict among plain values, else -1."""
+    at = -1
+    for index, value in enumerate(values):
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        if at >= 0 or not (kind is list or kind is dict):
+            return -1
+        at = index
+    return at
+
+
+def _open(container: Any, out: list[bytes], stack: list[Any]) -> None:
+    """Write the opening bracket; push the entries and the closing bracket (last first).
+
+    Notes:
+        Consecutive plain values (strings, numbers…) are written by one orjson call.
+    """
+    entries: list[tuple[Any, ...]] = []  # in writing order, each its stack items in order
+    chunk: Any
+    if isinstance(container, Mapping):
+        out.append(b"{")
+        stack.append(_CLOSE_OBJECT)
+        chunk = {}
+        for key, value in container.items():
+            if type(value) in _PLAIN and type(key) is str:
+                chunk[key] = value
+                continue
+            if chunk:
+                entries.append((_entries(chunk),))
+                chunk = {}
+            entries.append((_Emit(_key(key) + b":"), value))
+    else:
+        out.append(b"[")
+        stack.append(_CLOSE_LIST)
+        chunk = []
+        for value in container:
+            if type(value) in _PLAIN:
+                chunk.append(value)
+                continue
+            if chunk:
+                entries.append((_entries(chunk),))
+                chunk = []
+            entries.append((value,))
+    if chunk:
+        entries.append((_entries(chunk),))
+    for index in range(len(entries) - 1, -1, -1):
+        stack.extend(reversed(entries[index]))
+        if index:
+            stack.append(_COMMA)
+
+
+def _entries(chunk: Any) -> _Emit:
+    """Return the entries of a dict or list of plain values, without the brackets."""
+    try:
+        return _Emit(orjson.dumps(chunk)[1:-1])
+    except orjson.JSONEncodeError:  # text that is not Unicode, an integer past 64 bits
+        if isinstance(chunk, dict):
+            pairs = (_key(key) + b":" + _scalar(value) for key, value in chunk.items())
+            return _Emit(b",".join(pairs))
+        return _Emit(b",".join(_scalar(value) for value in chunk))
 
 
 def _scalar(value: Any) -> bytes:
