@@ -33,6 +33,7 @@ from plowline_core.ports import InsertFailure, InsertReason, Row, RowSink
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.testing.clock import FixedClock
+from plowline_core.testing.hostile_strategies import hostile_messages
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
@@ -205,7 +206,14 @@ _HEAVY = {
     "ten-megabytes-in-field-131": b"\t" * 130 + b"x" * 10_000_000,
 }
 HEAVY = st.sampled_from(sorted(_HEAVY)).map(Heavy)
-MESSAGE = st.one_of(st.binary(max_size=200), ANY_FIELDS, WITH_ENTITIES, HOSTILE_FIELD, _corrupted())
+MESSAGE = st.one_of(
+    st.binary(max_size=200),
+    ANY_FIELDS,
+    WITH_ENTITIES,
+    HOSTILE_FIELD,
+    _corrupted(),
+    hostile_messages(),  # the core's strategies and named hostile lines
+)
 
 
 @st.composite
