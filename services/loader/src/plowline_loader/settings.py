@@ -58,6 +58,7 @@ class LoaderSettings(BaseSettings):
     max_bad_row_bytes: PositiveInt = 6_900_000
     insert_batch_rows: PositiveInt = 500
     backoff_max: PositiveFloat = 30.0
+    stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
     log_level: str = "INFO"
     log_json: bool = True

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -55,6 +55,7 @@ class ApiContext:
     token: SecretStr | None
     ready: Callable[[], bool] = lambda: True
     registries: Callable[[], list[dict[str, Any]]] = list  # Iglu registries in an outage
+    liveness: Callable[[], Mapping[str, Any]] | None = None  # ProgressWatch.details
 
 
 class ColumnRequest(BaseModel):
@@ -123,9 +124,15 @@ def create_app(context: ApiContext) -> FastAPI:
         return column.to_api()
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        """Say the process is alive."""
-        return {"status": "ok"}
+    def healthz() -> JSONResponse:
+        """Say the process is alive: 503 once held types make no progress for too long."""
+        if context.liveness is None:
+            return JSONResponse({"status": "ok"})
+        state = dict(context.liveness())
+        return JSONResponse(
+            {"status": "ok" if state["alive"] else "stalled", **state},
+            status_code=200 if state["alive"] else 503,
+        )
 
     @app.get("/readyz")
     def readyz() -> JSONResponse:

@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 import uvicorn
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP, register_watch_metrics
 
 from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.bootstrap import build_runtime
@@ -49,6 +50,12 @@ def register(subparsers: Subparsers) -> None:
         action="store_true",
         default=None,
         help="serve without authentication (local development only)",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
     )
     parser.add_argument(
         "--verbose",
@@ -87,8 +94,15 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     def registries() -> list[dict[str, Any]]:
         return [outage.to_json() for outage in runtime.resolver.outages.current()]
 
+    register_watch_metrics(runtime.metrics.registry, "mutator", runtime.watch, ready)
     context = ApiContext(
-        runtime.mutator, runtime.schema_store, runtime.metrics, settings.token, ready, registries
+        runtime.mutator,
+        runtime.schema_store,
+        runtime.metrics,
+        settings.token,
+        ready,
+        registries,
+        runtime.watch.details,
     )
     config = uvicorn.Config(
         create_app(context), host=settings.host, port=settings.port, log_config=None

@@ -28,6 +28,7 @@ _FROM_ARGS = (
     "insecure_no_auth",
     "refresh_interval",
     "verbose",
+    "stall_timeout",
 )
 
 
@@ -48,6 +49,7 @@ class MutatorSettings(BaseSettings):
     insecure_no_auth: bool = False
     refresh_interval: float = Setting(default=60.0, gt=0)
     retry_delay: float = Setting(default=1.0, ge=0)
+    stall_timeout: float = Setting(default=300.0, gt=0)
     verbose: bool = False
     log_level: str = "INFO"
     log_json: bool = True

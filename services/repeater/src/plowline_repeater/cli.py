@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
 
@@ -100,6 +101,13 @@ def _add_run(commands: Any) -> None:
         type=int,
         metavar="N",
         help="most failed inserts held at once (flow control, default 1000)",
+    )
+    run.add_argument(
+        "--stallTimeout",
+        dest="stall_timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default 1800, more than --backoffPeriod + --window)",
     )
     run.set_defaults(handler=_run)
 
