@@ -23,11 +23,17 @@ def test_stall_timeout_flag_reaches_the_settings() -> None:
     args = vars(build_parser().parse_args(["run", "--stallTimeout", "900"]))
     args.pop("command")
     expected = 900.0
-    assert expected == DeadLetterSettings(**_REQUIRED, **args).stall_timeout
+    assert expected == DeadLetterSettings(**_REQUIRED, **args).stall_timeout_s
 
 
 def test_stall_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """PLOWLINE_DEADLETTER_STALL_TIMEOUT sets the stall timeout."""
     monkeypatch.setenv("PLOWLINE_DEADLETTER_STALL_TIMEOUT", "700")
     expected = 700.0
-    assert expected == DeadLetterSettings(**_REQUIRED).stall_timeout
+    assert expected == DeadLetterSettings(**_REQUIRED).stall_timeout_s
+
+
+def test_default_stall_timeout_follows_a_long_window() -> None:
+    """A window of an hour raises the default stall timeout to window + 300 s, never refused."""
+    expected = 3900.0
+    assert expected == DeadLetterSettings(**_REQUIRED, window=3600).stall_timeout_s

@@ -16,14 +16,17 @@ _REQUIRED = {
 }
 
 
-def test_default_stall_timeout_outlasts_the_default_backoff() -> None:
-    """The defaults start: 1800 s of stall timeout against 900 s backoff + 30 s window."""
-    settings = RepeaterSettings(**_REQUIRED)
-    expected = (1800.0, True)
-    assert expected == (
-        settings.stall_timeout,
-        settings.stall_timeout > settings.backoff_period + settings.window,
-    )
+def test_default_stall_timeout_is_1800_seconds() -> None:
+    """With the default backoff (900 s) and window (30 s) the stall timeout is 1800 s."""
+    expected = 1800.0
+    assert expected == RepeaterSettings(**_REQUIRED).stall_timeout_s
+
+
+def test_default_stall_timeout_follows_a_long_backoff() -> None:
+    """A backoff longer than the default stall timeout raises it: backoff + window + 300 s."""
+    settings = RepeaterSettings(**_REQUIRED, backoff_period=3600, window=30)
+    expected = 3930.0
+    assert expected == settings.stall_timeout_s
 
 
 def test_stall_timeout_within_the_backoff_is_refused() -> None:
@@ -36,4 +39,4 @@ def test_stall_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     """PLOWLINE_REPEATER_STALL_TIMEOUT sets the stall timeout."""
     monkeypatch.setenv("PLOWLINE_REPEATER_STALL_TIMEOUT", "2400")
     expected = 2400.0
-    assert expected == RepeaterSettings(**_REQUIRED).stall_timeout
+    assert expected == RepeaterSettings(**_REQUIRED).stall_timeout_s

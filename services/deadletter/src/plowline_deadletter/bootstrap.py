@@ -65,7 +65,7 @@ def run(settings: DeadLetterSettings) -> int:
     )
     writer = DeadLetterWriter(store, SystemClock(), options, DeadLetterMetrics.create(registry))
     client = subscriber_client(settings.pubsub_emulator_host)
-    watch = ProgressWatch(settings.stall_timeout, time.monotonic)
+    watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
         subscription_path(config.project_id, settings.bad_rows_sub),

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="stall_timeout",
         type=float,
         metavar="SECONDS",
-        help=f"{STALL_TIMEOUT_HELP} (default 600, more than --window)",
+        help=f"{STALL_TIMEOUT_HELP} (default: the longer of 600 and --window + 300)",
     )
     run.add_argument("--logLevel", dest="log_level", metavar="LEVEL", help="default INFO")
     return parser

@@ -116,7 +116,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         RepeaterMetrics.create(registry),
     )
     client = subscriber_client(endpoints.pubsub_emulator_host)
-    watch = ProgressWatch(settings.stall_timeout, time.monotonic)
+    watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
         subscription_path(config.project_id, settings.failed_inserts_sub),

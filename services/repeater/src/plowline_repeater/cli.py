@@ -107,7 +107,7 @@ def _add_run(commands: Any) -> None:
         dest="stall_timeout",
         type=float,
         metavar="SECONDS",
-        help=f"{STALL_TIMEOUT_HELP} (default 1800, more than --backoffPeriod + --window)",
+        help=f"{STALL_TIMEOUT_HELP} (default: the longer of 1800 and --backoffPeriod + --window + 300)",
     )
     run.set_defaults(handler=_run)
 
