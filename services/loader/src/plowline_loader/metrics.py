@@ -9,7 +9,9 @@ Notes:
     ``loader_bad_total{code}``, ``loader_failed_inserts_total{reason}``,
     ``loader_types_published_total``, ``loader_transient_failures_total``,
     ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
-    ``loader_publish_to_insert_seconds``, ``loader_ready``.
+    ``loader_publish_to_insert_seconds``, ``loader_ready``, ``loader_batches_committed_total``,
+    ``loader_last_commit_timestamp_seconds`` (checkpoint progress); ``run`` adds the
+    liveness gauges ``loader_work_held`` and ``loader_stalled_seconds``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class LoaderMetrics:
     collector_latency: Histogram
     publish_latency: Histogram
     ready: Gauge
+    batches_committed: Counter
+    last_commit: Gauge
 
     @classmethod
     def create(cls, registry: MetricsRegistry) -> LoaderMetrics:
@@ -68,7 +72,19 @@ class LoaderMetrics:
                 buckets=_LATENCY_BUCKETS,
             ),
             ready=registry.gauge("loader_ready", "1 when the loader is ready"),
+            batches_committed=registry.counter(
+                "loader_batches_committed", "Micro-batches gone through (the checkpoint moves on)"
+            ),
+            last_commit=registry.gauge(
+                "loader_last_commit_timestamp_seconds",
+                "Unix time the last micro-batch went through",
+            ),
         )
+
+    def committed(self) -> None:
+        """Count one micro-batch gone through, now."""
+        self.batches_committed.inc()
+        self.last_commit.set_to_current_time()
 
     def record(self, outcome: BatchOutcome, transient_failures: int = 0) -> None:
         """Add one batch's merged outcome."""

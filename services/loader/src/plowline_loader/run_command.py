@@ -16,10 +16,12 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from types import FrameType
 
 import structlog
 from plowline_cloud.iglu import NOT_FOUND_HELP
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP, ProgressWatch, register_watch_metrics
 from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.errors import ConfigError
@@ -54,6 +56,7 @@ _FLAGS = {
         "(default: <events table>_ledger)"
     ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
+    "--stall-timeout": f"{STALL_TIMEOUT_HELP} (default 600)",
 }
 
 
@@ -103,13 +106,15 @@ def run(args: argparse.Namespace) -> int:
     registry = MetricsRegistry("loader")
     metrics = LoaderMetrics.create(registry)
     readiness = Readiness(metrics.ready)
-    health = serve_health(settings.port, registry, readiness)
+    watch = ProgressWatch(settings.stall_timeout, time.monotonic)
+    register_watch_metrics(registry, "loader", watch)
+    health = serve_health(settings.port, registry, readiness, watch)
     from plowline_loader.spark import SparkSettings, build_spark_session  # Spark: slow import
 
     ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
     spark = build_spark_session(SparkSettings(master=settings.master, extra_conf=ui))
     streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
-    loader = StreamingLoader(spark, config, streams, readiness, metrics)
+    loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
     code = EXIT_OK
     try:
         query = loader.start()

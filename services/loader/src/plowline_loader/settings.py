@@ -61,6 +61,7 @@ class LoaderSettings(BaseSettings):
     max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
     insert_batch_rows: PositiveInt = 500
     backoff_max: PositiveFloat = 30.0
+    stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
     log_level: str = "INFO"
     log_json: bool = True

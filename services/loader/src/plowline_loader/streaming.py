@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from plowline_cloud.liveness import ProgressWatch
 from pyspark.sql import DataFrame, SparkSession, functions
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -94,8 +95,10 @@ class BatchWriter:
         readiness: Readiness,
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
+        watch: ProgressWatch | None = None,
     ) -> None:
         self._partition = partition
+        self._watch = watch
         self._observer = observer
         self._settings = settings
         self._readiness = readiness
@@ -113,29 +116,48 @@ class BatchWriter:
         if self._keyed:
             frame = by_event_id(frame, self._settings.partitions)
         with self._busy:
-            attempt = 0
-            while True:
-                started = time.monotonic()
-                reports = self._run(frame)
-                errors = self._record(reports, time.monotonic() - started)
-                if not errors:
-                    self._readiness.recovered()
-                    return
-                attempt += 1
-                delay = backoff_delay(
-                    attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
-                )
-                outages = [o for report in reports for o in report.registry_outages]
-                self._readiness.degraded(errors[0], outages)
-                _log.warning(
-                    "batch held back by a failing dependency",
-                    batch_id=batch_id,
-                    attempt=attempt,
-                    retry_in_s=delay,
-                    error=errors[0],
-                )
-                if self._stopping.wait(delay):
-                    return
+            if self._watch is not None:
+                self._watch.took()
+            try:
+                self._until_done(frame, batch_id)
+            except BaseException:
+                self._settled(progress=False)
+                raise
+
+    def _until_done(self, frame: DataFrame, batch_id: int) -> None:
+        """Run the batch until it goes through (progress) or the loader stops (no progress)."""
+        attempt = 0
+        while True:
+            started = time.monotonic()
+            reports = self._run(frame)
+            errors = self._record(reports, time.monotonic() - started)
+            if not errors:
+                self._readiness.recovered()
+                self._settled(progress=True)
+                if self._metrics is not None:
+                    self._metrics.committed()
+                return
+            attempt += 1
+            delay = backoff_delay(
+                attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
+            )
+            outages = [o for report in reports for o in report.registry_outages]
+            self._readiness.degraded(errors[0], outages)
+            _log.warning(
+                "batch held back by a failing dependency",
+                batch_id=batch_id,
+                attempt=attempt,
+                retry_in_s=delay,
+                error=errors[0],
+            )
+            if self._stopping.wait(delay):
+                self._settled(progress=False)
+                return
+
+    def _settled(self, progress: bool) -> None:
+        watch = self._watch
+        if watch is not None:
+            (watch.progressed if progress else watch.gave_back)()
 
     def _run(self, frame: DataFrame) -> list[PartitionReport]:
         """Run the batch's one action; return the partitions' reports."""
@@ -190,6 +212,7 @@ class StreamingLoader:
         readiness: Readiness | None = None,
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
+        watch: ProgressWatch | None = None,
     ) -> None:
         self._spark = spark
         self._config = config
@@ -199,7 +222,9 @@ class StreamingLoader:
             config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
         )
         self._partition = StreamingPartition(config, acks)
-        self.writer = BatchWriter(self._partition, settings, self.readiness, metrics, observer)
+        self.writer = BatchWriter(
+            self._partition, settings, self.readiness, metrics, observer, watch
+        )
         self._query: StreamingQuery | None = None
 
     @property
