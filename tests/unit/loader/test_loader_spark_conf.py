@@ -37,14 +37,16 @@ def test_under_a_launcher_no_deployment_key_is_set() -> None:
     """Under spark-submit the code sets no master, address, driver JVM or Python key."""
     conf = spark_conf(command_spark_settings(None, launcher=True))
 
-    assert [] == [key for key in _LAUNCHER_KEYS if key in conf]
+    expected: list[str] = []
+    assert expected == [key for key in _LAUNCHER_KEYS if key in conf]
 
 
 def test_under_a_launcher_the_app_tuning_stays() -> None:
     """Under spark-submit the loader's own tuning (shuffle partitions, UI off) is still set."""
     conf = spark_conf(command_spark_settings(None, launcher=True))
 
-    assert ("2", "false") == (conf["spark.sql.shuffle.partitions"], conf["spark.ui.enabled"])
+    expected = ("2", "false")
+    assert expected == (conf["spark.sql.shuffle.partitions"], conf["spark.ui.enabled"])
 
 
 def test_master_flag_under_a_launcher_is_a_config_error() -> None:

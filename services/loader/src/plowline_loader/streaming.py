@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -96,6 +97,7 @@ class BatchWriter:
         self._stopping = threading.Event()
         self._busy = threading.Lock()
         self.totals = BatchOutcome()
+        self.events_by_executor: Counter[str] = Counter()
         self.transient_failures = 0
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
@@ -145,8 +147,11 @@ class BatchWriter:
 
     def _record(self, reports: list[PartitionReport], duration_s: float) -> list[str]:
         outcome = BatchOutcome()
+        executors: Counter[str] = Counter()
         for report in reports:
             outcome = outcome.merge(report.outcome)
+            executors[report.executor] += report.outcome.events_in
+        self.events_by_executor.update(executors)
         errors = [r.transient_error for r in reports if r.transient_error is not None]
         self.totals = self.totals.merge(outcome.without_latencies())
         if self._observer is not None:
@@ -154,6 +159,7 @@ class BatchWriter:
         self.transient_failures += len(errors)
         if self._metrics is not None:
             self._metrics.record(outcome, len(errors))
+            self._metrics.record_executors(executors)
             self._metrics.batch_duration.observe(duration_s)
         if outcome.events_in:
             _log.info(
@@ -165,6 +171,7 @@ class BatchWriter:
                 types=outcome.types_published,
                 bad_by_code=dict(outcome.bad_by_code),
                 failed_by_reason=dict(outcome.failed_by_reason),
+                events_by_executor=dict(executors),
                 seconds=round(duration_s, 3),
             )
         return errors
@@ -242,7 +249,12 @@ class StreamingLoader:
         clean = self.writer.stop(grace_s)
         if self._query is not None:
             self._query.stop()
-        _log.info("loader stopped", clean=clean, **_counts(self.writer.totals))
+        _log.info(
+            "loader stopped",
+            clean=clean,
+            events_by_executor=dict(self.writer.events_by_executor),
+            **_counts(self.writer.totals),
+        )
         return clean
 
 
