@@ -1,7 +1,9 @@
 """Root test configuration: tiers by directory, shared-data paths, and a network guard.
 
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
-``integration``, under ``tests/e2e`` ``e2e``; select with ``-m``.
+``integration``, under ``tests/e2e`` ``e2e``, under ``tests/cluster`` ``cluster``; select
+with ``-m``. ``local_stack`` lives here because two tiers share it (integration, cluster):
+in one session the stack starts once.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident.
 """
@@ -12,7 +14,7 @@ import ipaddress
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,9 +24,12 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("plowline", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("plowline")
 
+if TYPE_CHECKING:
+    from plowline_devstack.stack import LocalStack
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-_TIERS = ("unit", "integration", "e2e")
+_TIERS = ("unit", "integration", "e2e", "cluster")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -92,3 +97,23 @@ def _network_guard() -> Iterator[None]:
     yield
     socket.socket.connect = real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """The local stack, started once per session, provisioned with the default config."""
+    from plowline_devstack.provisioning import StackConfig
+    from plowline_devstack.stack import StackStartError, start_stack
+
+    data_dir = tmp_path_factory.mktemp("local-stack")
+    try:
+        stack = start_stack(data_dir, StackConfig())
+    except StackStartError as exc:
+        pytest.fail(f"the local stack did not start:\n{exc}", pytrace=False)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in stack.env().items():
+                patch.setenv(name, value)
+            yield stack
+    finally:
+        stack.stop()
