@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -32,7 +34,8 @@ def _session_line(command: list[str], log: Path, *, submitted: bool) -> tuple[st
                 break
             time.sleep(0.5)
         target = python_driver(process.pid, DRIVER) if submitted else process.pid
-        os.kill(target or process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it exited already: its code tells
+            os.kill(target or process.pid, signal.SIGTERM)
         code = process.wait(90)
     finally:
         if process.poll() is None:
@@ -42,11 +45,27 @@ def _session_line(command: list[str], log: Path, *, submitted: bool) -> tuple[st
     return (found.group(0) if found else log.read_text()[-3000:]), code
 
 
+def _resolver(root: Path) -> Path:
+    """Write a resolver config with one empty embedded repository; return its path."""
+    (root / "iglu").mkdir()
+    resolver = root / "resolver-embedded.json"
+    repository = {
+        "name": "empty",
+        "priority": 0,
+        "vendorPrefixes": [],
+        "connection": {"embedded": {"path": str(root / "iglu")}},
+    }
+    schema = "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
+    data = {"cacheSize": 10, "cacheTtl": 60, "repositories": [repository]}
+    resolver.write_text(json.dumps({"schema": schema, "data": data}))
+    return resolver
+
+
 def test_spark_submit_settings_are_not_overridden(
     local_stack: LocalStack, config_files: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """Under spark-submit --master local[2] the session keeps that master and driver host."""
-    config, resolver = config_files
+    config, resolver = config_files[0], _resolver(tmp_path)
     command = [
         str(spark_home() / "bin" / "spark-submit"), "--master", "local[2]",
         "--conf", "spark.driver.host=localhost", "--conf", "spark.driver.bindAddress=127.0.0.1",
@@ -62,7 +81,7 @@ def test_plain_run_defaults_to_local_mode_on_loopback(
     local_stack: LocalStack, config_files: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """A plain `plowline-loader run` without --master runs local[*] with its driver on 127.0.0.1."""
-    config, resolver = config_files
+    config, resolver = config_files[0], _resolver(tmp_path)
     command = [
         sys.executable, str(DRIVER), "run", "--config", str(config), "--resolver", str(resolver),
         "--port", "0",
