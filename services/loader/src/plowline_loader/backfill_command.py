@@ -46,7 +46,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "out: spark-submit's --master applies"
         ),
     )
-    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="file, directory or gs://")
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="file, directory or gs://; on a multi-machine cluster use gs:// (executors open "
+        "local paths on their own disks)",
+    )
     parser.set_defaults(handler=run)
 
 
