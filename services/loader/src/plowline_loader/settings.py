@@ -47,7 +47,7 @@ class LoaderSettings(BaseSettings):
     resolver: Path
     column_mode: ColumnMode = ColumnMode.FULL
     checkpoint: str | None = None
-    master: str | None = "local[*]"
+    master: str | None = None  # None: local[*] in a plain run, the launcher's under spark-submit
     port: int = Field(8083, ge=0, le=65535)
     max_messages: PositiveInt = 5000
     max_bytes: PositiveInt = 16 * 1024 * 1024

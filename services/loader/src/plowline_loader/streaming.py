@@ -11,6 +11,12 @@ nacked), the driver marks itself not ready, waits with exponential backoff and r
 action again (pulling the nacked messages back); readiness returns with the first batch
 that goes through.
 
+A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
+the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the
+job) is handled the same way, at most ``MAX_JOB_FAILURES`` times in a row: nothing of
+the failed attempt was acked unless it was durable, so running the action again is
+correct; past that the error propagates and the query fails, as a bug should.
+
 Notes:
     Stopping (SIGTERM): new micro-batches are skipped, the one in flight finishes (its
     acks done), then the query stops. A skipped batch acks nothing; its messages come back
@@ -22,11 +28,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # no type hints
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession, functions
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -40,6 +49,9 @@ from plowline_loader.source import FORMAT
 from plowline_loader.source.processing import register_processing_source, report_of
 
 _log = structlog.get_logger("plowline.loader")
+
+MAX_JOB_FAILURES = 3
+"""Failed Spark jobs in a row a batch survives (a lost executor); one more fails the query."""
 
 PROCESSING_FORMAT = "plowline-load"
 """The source format that pulls and processes in the same task (see ``source.processing``)."""
@@ -107,7 +119,9 @@ class BatchWriter:
         self._stopping = threading.Event()
         self._busy = threading.Lock()
         self.totals = BatchOutcome()
+        self.events_by_executor: Counter[str] = Counter()
         self.transient_failures = 0
+        self.job_failures = 0
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Process one micro-batch; return once its outcomes are durable and acked."""
@@ -126,10 +140,17 @@ class BatchWriter:
 
     def _until_done(self, frame: DataFrame, batch_id: int) -> None:
         """Run the batch until it goes through (progress) or the loader stops (no progress)."""
-        attempt = 0
+        attempt = job_failures = 0
         while True:
             started = time.monotonic()
-            reports = self._run(frame)
+            try:
+                reports = self._run(frame)
+            except (Py4JJavaError, CapturedException) as failure:
+                job_failures += 1
+                if job_failures > MAX_JOB_FAILURES:
+                    raise
+                self.job_failures += 1
+                reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
             errors = self._record(reports, time.monotonic() - started)
             if not errors:
                 self._readiness.recovered()
@@ -176,8 +197,12 @@ class BatchWriter:
 
     def _record(self, reports: list[PartitionReport], duration_s: float) -> list[str]:
         outcome = BatchOutcome()
+        executors: Counter[str] = Counter()
         for report in reports:
             outcome = outcome.merge(report.outcome)
+            if report.executor:  # not the stand-in report of a failed job
+                executors[report.executor] += report.outcome.events_in
+        self.events_by_executor.update(executors)
         errors = [r.transient_error for r in reports if r.transient_error is not None]
         self.totals = self.totals.merge(outcome.without_latencies())
         if self._observer is not None:
@@ -185,6 +210,7 @@ class BatchWriter:
         self.transient_failures += len(errors)
         if self._metrics is not None:
             self._metrics.record(outcome, len(errors))
+            self._metrics.record_executors(executors)
             self._metrics.batch_duration.observe(duration_s)
         if outcome.events_in:
             _log.info(
@@ -196,6 +222,7 @@ class BatchWriter:
                 types=outcome.types_published,
                 bad_by_code=dict(outcome.bad_by_code),
                 failed_by_reason=dict(outcome.failed_by_reason),
+                events_by_executor=dict(executors),
                 seconds=round(duration_s, 3),
             )
         return errors
@@ -276,8 +303,21 @@ class StreamingLoader:
         clean = self.writer.stop(grace_s)
         if self._query is not None:
             self._query.stop()
-        _log.info("loader stopped", clean=clean, **_counts(self.writer.totals))
+        _log.info(
+            "loader stopped",
+            clean=clean,
+            events_by_executor=dict(self.writer.events_by_executor),
+            **_counts(self.writer.totals),
+        )
         return clean
+
+
+def _job_failure(failure: Exception) -> str:
+    """Return the first line of Spark's reason for a failed job (``Job aborted due to …``)."""
+    text = str(failure)
+    reason = next((line for line in text.splitlines() if "Job aborted" in line), None)
+    first = reason or next((line for line in text.splitlines() if line.strip()), "")
+    return f"Spark job failed: {first.strip()[:300]}"
 
 
 def _counts(outcome: BatchOutcome) -> dict[str, int]:
