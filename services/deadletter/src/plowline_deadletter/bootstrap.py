@@ -8,7 +8,6 @@ Notes:
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from types import FrameType
@@ -16,11 +15,11 @@ from types import FrameType
 import structlog
 from plowline_cloud.clients import storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
-from plowline_core.errors import ConfigError
 
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.settings import DeadLetterSettings
@@ -31,12 +30,8 @@ _log = structlog.get_logger(__name__)
 
 
 def load_config(settings: DeadLetterSettings) -> BigQueryConfig:
-    """Read and validate the Snowplow ``bigquery_config`` file."""
-    try:
-        document = json.loads(settings.config.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"--config {settings.config}: {error}") from error
-    return BigQueryConfig.parse(document)
+    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64)."""
+    return load_pipeline_config(settings.config, "--config").bigquery
 
 
 def subscription_path(project: str, name: str) -> str:
