@@ -17,7 +17,7 @@ from plowline_core.errors import PlowlineError
 
 from plowline_devstack import stack
 from plowline_devstack.cli import Command
-from plowline_devstack.stack_config import load_config
+from plowline_devstack.stack_config import load_stack
 
 DEFAULT_DATA_DIR = Path(".plowline")
 
@@ -35,9 +35,12 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
     _data_dir_option(parser)
     parser.add_argument(
         "--config",
-        type=Path,
-        help="provisioning file (JSON or TOML): project, dataset, table, topics, subscriptions, buckets; "
-        "see plowline_devstack.provisioning (default: project plowline-local, dataset snowplow, table events)",
+        metavar="PATH|BASE64",
+        help="what to provision: a Snowplow config (0.x bigquery_config JSON or 1.x HOCON, a path "
+        "or base64: its topics, subscriptions, dataset and table, plus the repeater's and "
+        "dead-letter writer's subscriptions), or a provisioning file (JSON or TOML: project, "
+        "dataset, table, topics, subscriptions, buckets; see plowline_devstack.stack_config). "
+        "Default: project plowline-local, dataset snowplow, table events",
     )
     parser.add_argument(
         "--timeout",
@@ -50,7 +53,7 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
-        config = load_config(args.config) if args.config else None
+        config, roles = load_stack(args.config) if args.config else (None, [])
         running = stack.up(args.data_dir, config, timeout=args.timeout)
     except PlowlineError as exc:
         print(f"plowline dev up failed: {exc}", file=sys.stderr)
@@ -62,6 +65,8 @@ def _up(args: argparse.Namespace) -> int:
             f"{verb} {server.name:<8} pid {server.pid:<7} {ports}  log {server.log}",
             file=sys.stderr,
         )
+    for line in roles:
+        print(f"provisioned: {line}", file=sys.stderr)
     print(running.endpoints.exports())
     print(f"local stack up and provisioned in {time.monotonic() - started:.2f} s", file=sys.stderr)
     return 0
