@@ -42,16 +42,19 @@ _TYPES = {
     "repeater.output.good.type": "BigQuery",
     "repeater.output.deadLetters.type": "Gcs",
 }
+_REQUIRED = (
+    "projectId",
+    "loader.input.subscription",
+    "loader.output.good.datasetId",
+    "loader.output.good.tableId",
+    "loader.output.bad.topic",
+    "loader.output.types.topic",
+    "loader.output.failedInserts.topic",
+    "mutator.input.subscription",
+)
 _READ = frozenset(
     {
-        "projectId",
-        "loader.input.subscription",
-        "loader.output.good.datasetId",
-        "loader.output.good.tableId",
-        "loader.output.bad.topic",
-        "loader.output.types.topic",
-        "loader.output.failedInserts.topic",
-        "mutator.input.subscription",
+        *_REQUIRED,
         "mutator.output.good.datasetId",
         "mutator.output.good.tableId",
         "repeater.input.subscription",
@@ -106,6 +109,11 @@ class PipelineConfig:
 
 
 def _from_v1(tree: Mapping[str, Any]) -> PipelineConfig:
+    missing = [path for path in _REQUIRED if _get(tree, path) is None]
+    if missing:
+        raise ConfigError(
+            f"{', '.join(missing)}: missing (required by the Snowplow 1.x config layout)"
+        )
     for path, expected in _TYPES.items():
         found = _get(tree, path)
         if found is not None and found != expected:
