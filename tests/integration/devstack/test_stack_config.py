@@ -10,8 +10,8 @@ import pytest
 from plowline_cloud.clients import bigquery_client, subscriber_client
 from plowline_core.errors import ConfigError
 from plowline_devstack.provisioning import StackConfig, load_config, provision
-from plowline_devstack.stack_config import load_stack
 from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack_config import load_stack
 
 
 def test_stack_config_defaults() -> None:
