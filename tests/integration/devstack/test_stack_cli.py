@@ -136,3 +136,24 @@ def test_stack_cli_down_stops_the_servers(tmp_path: Path) -> None:
     alive = [pid for pid in pids if _running(pid)]
     expected: tuple[int, int, list[int], int] = (0, 3, [], 1)
     assert expected == (down.returncode, len(pids), alive, status.returncode)
+
+
+def test_up_with_a_snowplow_config_prints_only_exports_on_stdout(tmp_path: Path) -> None:
+    """``dev up --config config.hocon``: roles and the unused-keys warning go to stderr, exports to stdout."""
+    data_dir = tmp_path / ".plowline"
+    examples = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
+    try:
+        result = plowline(
+            "dev", "up", "--config", str(examples / "config.hocon"), data_dir=data_dir
+        )
+    finally:
+        plowline("dev", "down", data_dir=data_dir)
+
+    stdout_lines = [line for line in result.stdout.splitlines() if line]
+    expected = (0, True, True, True)
+    assert expected == (
+        result.returncode,
+        all(line.startswith("export ") for line in stdout_lines),
+        "--failedInsertsSub failed-inserts-repeater" in result.stderr,
+        "loader.consumerSettings.maxQueueSize" in result.stderr,
+    ), result.stdout + result.stderr

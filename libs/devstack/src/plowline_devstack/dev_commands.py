@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from plowline_cloud.logging import configure_logging
 from plowline_core.errors import PlowlineError
 
 from plowline_devstack import stack
@@ -52,6 +53,7 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    configure_logging("devstack", json=False)  # stderr: stdout holds only the exports
     try:
         config, roles = load_stack(args.config) if args.config else (None, [])
         running = stack.up(args.data_dir, config, timeout=args.timeout)
