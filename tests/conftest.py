@@ -1,9 +1,10 @@
 """Root test configuration: tiers by directory, shared-data paths, and a network guard.
 
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
-``integration``, under ``tests/e2e`` ``e2e``; select with ``-m``.
+``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``; select with ``-m``.
 The network guard refuses Python-level connections to anything but loopback, so a test
-can never reach real Google Cloud by accident.
+can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
+tier's local stack with that fault plan (``plowline_devstack/faults.py``; default none).
 """
 
 from __future__ import annotations
@@ -24,7 +25,19 @@ settings.load_profile("plowline")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-_TIERS = ("unit", "integration", "e2e")
+_TIERS = ("unit", "integration", "e2e", "fuzz")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--faults FILE``: the fault plan the session's local stack starts with."""
+    parser.addoption(
+        "--faults",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="start the integration tier's local stack with this fault file (TOML or JSON; "
+        "see plowline_devstack/faults.py); default: no faults",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

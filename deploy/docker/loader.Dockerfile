@@ -40,6 +40,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --frozen --no-dev --no-editable --package plowline-loader
 # Hadoop's gs:// file system, for the streaming checkpoint on Cloud Storage
 # (pyspark ships Hadoop but no GCS connector). Pinned version from Maven Central.
+# checkov:skip=CKV_DOCKER_4:ADD fetches one pinned release jar by URL, which COPY cannot; the builder stage only
 ADD https://repo1.maven.org/maven2/com/google/cloud/bigdataoss/gcs-connector/3.1.7/gcs-connector-3.1.7-shaded.jar \
     /app/.venv/lib/python3.11/site-packages/pyspark/jars/gcs-connector-3.1.7-shaded.jar
 RUN chmod 0644 /app/.venv/lib/python3.11/site-packages/pyspark/jars/gcs-connector-3.1.7-shaded.jar
@@ -52,10 +53,13 @@ RUN apt-get update \
  && ln -s "/usr/lib/jvm/java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17 \
  && groupadd --system --gid 10001 plowline \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin plowline
+        --shell /usr/sbin/nologin plowline \
+ && install --directory --owner 10001 --group 10001 --mode 0750 /var/lib/plowline
+# /var/lib/plowline: the streaming checkpoint's home (docker compose mounts a named volume
+# there; a new volume takes this directory's owner, so uid 10001 can write it).
 # Owned by root: the service user can run the code but not change it.
 COPY --from=builder /app/.venv /app/.venv
-COPY deploy/docker/loader/driver.py /opt/plowline/driver.py
+COPY deploy/docker/loader/driver.py deploy/docker/loader/driver_pod.py /opt/plowline/
 COPY --chmod=0755 deploy/docker/loader/spark-entrypoint.sh /opt/plowline/spark-entrypoint.sh
 # Driver and executors must run the venv's interpreter (it holds plowline and pyspark).
 ENV JAVA_HOME=/usr/lib/jvm/java-17 \

@@ -31,16 +31,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from plowline_core.errors import ConfigError
+from plowline_devstack.faults import load_faults
 from plowline_devstack.provisioning import StackConfig
 from plowline_devstack.stack import LocalStack, StackStartError, start_stack
 
 
 @pytest.fixture(scope="session")
-def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """The local stack, started once per session, provisioned with the default config."""
+def local_stack(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[LocalStack]:
+    """The local stack, started once per session with the default config (and ``--faults``)."""
     data_dir = tmp_path_factory.mktemp("local-stack")
     try:
-        stack = start_stack(data_dir, StackConfig())
+        faults = load_faults(pytestconfig.getoption("faults"))
+        stack = start_stack(data_dir, StackConfig(), faults=faults)
+    except ConfigError as exc:
+        pytest.fail(f"--faults: {exc}", pytrace=False)
     except StackStartError as exc:
         pytest.fail(f"the local stack did not start:\n{exc}", pytrace=False)
     try:

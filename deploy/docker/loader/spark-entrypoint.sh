@@ -20,11 +20,10 @@ executor_java_opts() {
 case "${1:-}" in
   driver)
     shift
-    exec /usr/bin/tini -s -- "$SPARK_HOME/bin/spark-submit" \
-      --conf "spark.driver.bindAddress=${SPARK_DRIVER_BIND_ADDRESS}" \
-      --conf "spark.executorEnv.SPARK_DRIVER_POD_IP=${SPARK_DRIVER_BIND_ADDRESS}" \
-      --deploy-mode client \
-      "$@"
+    # Not spark-submit under tini: tini would signal the JVM, whose shutdown hooks stop
+    # Spark under the loader's in-flight batch. driver_pod.py runs the same spark-submit
+    # as Spark's own entrypoint and hands SIGTERM to the Python driver (the loader).
+    exec /usr/bin/tini -s -- /app/.venv/bin/python /opt/plowline/driver_pod.py "$@"
     ;;
   executor)
     shift

@@ -7,6 +7,10 @@ Every test gets its own table, topic or object prefix so tests stay independent.
 
 from __future__ import annotations
 
+import http.client
+import http.server
+import threading
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,3 +111,73 @@ def table_id(cloud_endpoints: Endpoints, bq: bigquery.Client) -> Iterator[str]:
 def blob_prefix() -> str:
     """A unique object prefix in the provisioned dead-end bucket."""
     return f"cloud-tests/{uuid.uuid4().hex[:12]}"
+
+
+class StorageProxy:
+    """An HTTP proxy in front of the storage stand-in that fails the way Google can.
+
+    ``lose_uploads``: how many object uploads are forwarded and applied, but answered by a
+    dropped connection (the response lost). ``forbid_reads``: every read (object or bucket
+    metadata) answers 403, as under ``roles/storage.objectCreator``. ``seen`` records each request's method and path.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.lose_uploads = 0
+        self.forbid_reads = False
+        self.seen: list[tuple[str, str]] = []
+        proxy = self
+
+        class _Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.seen.append((self.command, self.path))
+                if proxy.forbid_reads and self.command in ("GET", "HEAD"):
+                    self._answer(
+                        403, b'{"error": {"code": 403, "message": "storage.objects.get denied"}}'
+                    )
+                    return
+                upstream = http.client.HTTPConnection(
+                    proxy.upstream.hostname, proxy.upstream.port, timeout=30
+                )
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                reply = upstream.getresponse()
+                content = reply.read()
+                upstream.close()
+                if self.command == "POST" and "uploadType" in self.path and proxy.lose_uploads:
+                    proxy.lose_uploads -= 1
+                    self.close_connection = True
+                    return
+                self._answer(reply.status, content, reply.getheader("Content-Type"))
+
+            def _answer(self, status: int, content: bytes, kind: str | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind or "application/json")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            # http.server dispatches on these names (its spelling, not ours).
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward  # noqa: N815
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def storage_proxy(cloud_endpoints: Endpoints) -> Iterator[StorageProxy]:
+    """A proxy to the storage stand-in that can lose upload responses and refuse reads."""
+    proxy = StorageProxy(cloud_endpoints.storage_url)
+    yield proxy
+    proxy.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from plowline_cloud.clients import storage_client
 from plowline_cloud.storage import GcsBlobStore
 from plowline_core.errors import PermanentError
 
@@ -78,3 +79,41 @@ def test_move_refuses_other_content(store: GcsBlobStore) -> None:
     store.put("done/x", b"old")
     with pytest.raises(PermanentError, match="already exists"):
         store.move("incoming/x", "done/x")
+
+
+def _through(proxy: Any, blob_prefix: str) -> GcsBlobStore:
+    """A blob store whose requests go through ``proxy``."""
+    return GcsBlobStore(storage_client("plowline-local", proxy.url), BUCKET, blob_prefix)
+
+
+def test_put_needs_no_read_permission(
+    storage_proxy: Any, store: GcsBlobStore, blob_prefix: str
+) -> None:
+    """put writes with every read refused (roles/storage.objectCreator) and reads no object."""
+    storage_proxy.forbid_reads = True
+    _through(storage_proxy, blob_prefix).put("a.ndjson", b"row\n")
+    object_reads = [p for m, p in storage_proxy.seen if m in ("GET", "HEAD") and "/o/" in p]
+    expected = ([], b"row\n")
+    assert expected == (object_reads, store.get("a.ndjson"))
+
+
+def test_put_after_lost_response_writes_once(
+    storage_proxy: Any, store: GcsBlobStore, blob_prefix: str
+) -> None:
+    """A write whose response is lost is retried, the 412 taken as its own: one object, no error."""
+    storage_proxy.lose_uploads = 1
+    _through(storage_proxy, blob_prefix).put("lost.ndjson", b"row\n")
+    uploads = [path for method, path in storage_proxy.seen if method == "POST"]
+    expected = (2, ["lost.ndjson"], b"row\n")
+    assert expected == (len(uploads), store.list(), store.get("lost.ndjson"))
+
+
+def test_put_refuses_a_name_held_before_the_first_attempt(
+    storage_proxy: Any, store: GcsBlobStore, blob_prefix: str
+) -> None:
+    """A 412 on the first attempt is someone else's object: PermanentError, content kept."""
+    store.put("taken", b"theirs")
+    with pytest.raises(PermanentError, match="already exists"):
+        _through(storage_proxy, blob_prefix).put("taken", b"ours")
+    expected = b"theirs"
+    assert expected == store.get("taken")

@@ -220,6 +220,51 @@ def test_publish_returns_one_distinct_id_per_message(
     assert expected == len(set(ids))
 
 
+def test_publish_of_1000_messages_is_accepted(publisher: PublisherClient, topic: str) -> None:
+    """A publish request at Pub/Sub's 1,000-message limit goes through."""
+    expected = 1000
+    assert expected == len(_publish(publisher, topic, *(b"m" for _ in range(1000))))
+
+
+def test_publish_of_1001_messages_is_invalid_argument(
+    publisher: PublisherClient, topic: str
+) -> None:
+    """Over 1,000 messages in one request is refused with INVALID_ARGUMENT, as Pub/Sub does."""
+    with pytest.raises(exceptions.InvalidArgument, match="maximum value is 1000"):
+        _publish(publisher, topic, *(b"m" for _ in range(1001)))
+
+
+@pytest.mark.parametrize(
+    "payloads",
+    [
+        pytest.param((b"x" * (10 * 1024 * 1024 + 1),), id="one-message-over-10-MB"),
+        pytest.param((b"x" * (6 << 20), b"y" * (6 << 20)), id="request-over-10-MB"),
+    ],
+)
+def test_publish_over_10_mb_is_invalid_argument(
+    publisher: PublisherClient,
+    subscriber: SubscriberClient,
+    topic: str,
+    subscription: str,
+    payloads: tuple[bytes, ...],
+) -> None:
+    """A message or request over 10 MB is refused with Pub/Sub's words, and nothing is delivered."""
+    with pytest.raises(exceptions.InvalidArgument) as refused:
+        _publish(publisher, topic, *payloads)
+    expected = ("Request payload size exceeds the limit: 10485760 bytes.", [])
+    assert expected == (refused.value.message, _pull(subscriber, subscription))
+
+
+def test_stream_ack_deadline_out_of_range_is_invalid_argument(
+    subscriber: SubscriberClient, subscription: str
+) -> None:
+    """A StreamingPull asking for a 5 s stream ack deadline is refused (10-600 s)."""
+    request = types.StreamingPullRequest(subscription=subscription, stream_ack_deadline_seconds=5)
+    stream = subscriber.streaming_pull(requests=iter([request]), timeout=10)
+    with pytest.raises(exceptions.InvalidArgument, match="between 10 and 600"):
+        next(iter(stream))
+
+
 def test_publish_to_missing_topic_is_not_found(publisher: PublisherClient) -> None:
     """Publish to an unknown topic fails with NOT_FOUND."""
     with pytest.raises(exceptions.NotFound):

@@ -9,7 +9,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from google.pubsub_v1 import PublisherClient, SubscriberClient, types
+from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 from plowline_devstack.endpoints import ENV_NAMES
 
 PLOWLINE = Path(sys.executable).parent / "plowline"
@@ -136,6 +140,50 @@ def test_stack_cli_down_stops_the_servers(tmp_path: Path) -> None:
     alive = [pid for pid in pids if _running(pid)]
     expected: tuple[int, int, list[int], int] = (0, 3, [], 1)
     assert expected == (down.returncode, len(pids), alive, status.returncode)
+
+
+def _delivered_twice(pubsub_target: str) -> bool:
+    """Publish one message to the provisioned topic; True when acking it does not settle it."""
+    channel = grpc.insecure_channel(pubsub_target)
+    publisher = PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+    subscriber = SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
+    sub = "projects/plowline-local/subscriptions/enriched-loader"
+    publisher.publish(
+        topic="projects/plowline-local/topics/enriched",
+        messages=[types.PubsubMessage(data=b"once?")],
+    )
+    counts = []
+    for _ in range(2):
+        received = subscriber.pull(subscription=sub, max_messages=10, timeout=10).received_messages
+        counts.append(len(received))
+        if received:
+            subscriber.acknowledge(subscription=sub, ack_ids=[r.ack_id for r in received])
+        if not received:
+            break
+    channel.close()
+    return counts[:2] == [1, 1]
+
+
+def test_stack_cli_up_with_faults_turns_them_on_and_off(tmp_path: Path) -> None:
+    """``up --faults`` starts Pub/Sub with the file's faults; a new file restarts only Pub/Sub."""
+    data_dir = tmp_path / ".plowline"
+    duplicates, kind = tmp_path / "dupes.toml", tmp_path / "kind.toml"
+    duplicates.write_text("[pubsub.duplicate-delivery]\nrate = 1.0\n")
+    kind.write_text("")
+    try:
+        up = plowline("dev", "up", "--faults", str(duplicates), data_dir=data_dir)
+        target = _exports(up.stdout)["PUBSUB_EMULATOR_HOST"]
+        faulty = _delivered_twice(target)
+        again = plowline("dev", "up", "--faults", str(kind), data_dir=data_dir)
+        started = [
+            line.split()[1] for line in again.stderr.splitlines() if line.startswith("started")
+        ]
+        healed = _delivered_twice(_exports(again.stdout)["PUBSUB_EMULATOR_HOST"])
+    finally:
+        plowline("dev", "down", data_dir=data_dir)
+    expected = (True, "faults on: pubsub.duplicate-delivery", ["pubsub"], False)
+    actual = (faulty, up.stderr.splitlines()[-2], started, healed)
+    assert expected == actual, up.stderr + again.stderr
 
 
 def test_up_with_a_snowplow_config_prints_only_exports_on_stdout(tmp_path: Path) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import signal
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -13,6 +17,7 @@ import orjson
 from google.cloud import bigquery
 from jsonschema import Draft4Validator
 from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
+from plowline_devstack.provisioning import StackConfig, provision_bigquery
 
 DEAD_END = "plowline-dead-end"
 RECOVERY = (
@@ -97,6 +102,32 @@ def test_a_row_lands_soon_after_its_column_is_added(
     assert {row["event_id"]} == landed, service.tail()
 
 
+def test_an_event_from_2013_waits_its_backoff_from_the_failure_not_from_etl_tstamp(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """A 2013 event whose column is added 5 s after its failure lands; none is dead-ended."""
+    column = f"old_{uuid.uuid4().hex[:8]}"
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, config_files, prefix, "--backoffPeriod", "20", "--window", "1")
+    eventually(lambda: "repeater started" in service.tail(), 30)
+    old = "2013-10-07T12:00:00+00:00"
+    rows = [_row(**{column: f"v{i}", "etl_tstamp": old, "collector_tstamp": old}) for i in range(5)]
+    _publish(local_stack, [orjson.dumps(row) for row in rows])
+    time.sleep(5)  # the user's trial: columns added by hand a few seconds after the failures
+    client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    table = client.get_table(local_stack.table_ref)
+    table.schema = [*table.schema, bigquery.SchemaField(column, "STRING", mode="NULLABLE")]
+    client.update_table(table, ["schema"])
+    ids = [row["event_id"] for row in rows]
+    landed = eventually(lambda: len(_in_table(local_stack, ids)) == len(ids) or None, 30)
+    service.stop()
+    expected = (True, [])
+    assert expected == (landed, _dead_rows(local_stack, prefix)), service.tail()
+
+
 def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
     local_stack: Any,
     config_files: tuple[Path, Path],
@@ -120,6 +151,48 @@ def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
         dead["data"]["failure"]["error"]["reason"],
     )
     assert expected == actual, service.tail()
+
+
+def _ready(service: Any) -> int | None:
+    """Return the status of the service's /readyz (the port is read from its start log line)."""
+    found = re.search(r"repeater started .* port=(\d+)", service.tail())
+    if found is None:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{found[1]}/readyz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except urllib.error.URLError:
+        return None  # nothing listens: the service is gone
+
+
+def test_an_unreadable_table_keeps_the_repeater_running_not_ready_until_it_recovers(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """With its table missing the repeater stays up and not ready; once it exists the row lands."""
+    late = f"late_{uuid.uuid4().hex[:8]}"
+    config, resolver = config_files
+    document = orjson.loads(config.read_bytes())
+    document["data"]["tableId"] = late
+    config.write_bytes(orjson.dumps(document))
+    service = _start(start_service, (config, resolver), f"t-{uuid.uuid4().hex[:8]}")
+    eventually(lambda: "repeater started" in service.tail(), 30)
+    row = _row()
+    _publish(local_stack, [orjson.dumps(row)])
+    eventually(lambda: "table schema unreadable" in service.tail(), 30)
+    outage = (service.process.poll(), eventually(lambda: _ready(service) == 503, 10))
+    provision_bigquery(StackConfig(table=late), local_stack.endpoints)
+    client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    query = f"SELECT event_id FROM `{local_stack.project}.snowplow.{late}`"
+    landed = eventually(lambda: {r["event_id"] for r in client.query(query).result()}, 60)
+    recovered = eventually(lambda: _ready(service) == 200, 10)
+    service.stop()
+    expected = ((None, True), {row["event_id"]}, True)
+    assert expected == (outage, landed, recovered), service.tail()
 
 
 def test_sigkill_with_rows_buffered_loses_none(

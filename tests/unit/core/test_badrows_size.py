@@ -66,3 +66,34 @@ def test_encoded_row_never_exceeds_a_reachable_limit(payload: bytes, limit: int)
     row = SizeViolationRow.for_payload(payload, limit, "limit", _NOW, _PROCESSOR)
     empty = SizeViolationRow(limit, len(payload), "limit", "", _NOW).to_json(_PROCESSOR)
     assert len(row.to_json(_PROCESSOR)) <= max(limit, len(empty))
+
+
+def test_a_huge_payload_is_cut_with_a_bounded_number_of_encodings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cutting a 10 MB payload encodes it a fixed number of times (no search over prefixes)."""
+    from plowline_core.badrows import size
+
+    calls: list[int] = []
+
+    def counting(document: object, **options: object) -> bytes:
+        calls.append(1)
+        return real(document, **options)  # type: ignore[arg-type]
+
+    real = size.dumps
+    monkeypatch.setattr(size, "dumps", counting)
+    row = SizeViolationRow.for_payload(b"x" * 10_000_000, 6_900_000, "limit", _NOW, _PROCESSOR)
+    expected = (6_900_000, 2)  # the cut text encoded once, the row once
+    assert expected == (len(row.to_json(_PROCESSOR)), len(calls) - 1)
+
+
+@settings(max_examples=50)
+@given(st.text(max_size=300), st.integers(300, 700))
+def test_cut_payload_is_the_longest_that_fits(payload: str, limit: int) -> None:
+    """One more character of the payload would not fit the limit."""
+    row = SizeViolationRow.for_payload(payload, limit, "limit", _NOW, _PROCESSOR)
+    assert payload.startswith(row.payload)
+    if row.payload != payload:
+        cut = payload[: len(row.payload) + 1]
+        longer = SizeViolationRow(limit, row.actual_size, "limit", cut, _NOW)
+        assert len(longer.to_json(_PROCESSOR)) > limit

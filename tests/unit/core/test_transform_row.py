@@ -13,6 +13,7 @@ import orjson
 import pytest
 from plowline_core.badrows import IgluErrorRow, ParsingErrorRow, Processor, RuntimeErrorRow
 from plowline_core.errors import RegistryUnavailable
+from plowline_core.event.entities import MAX_NESTING
 from plowline_core.event.model import EnrichedEvent, SelfDescribingData
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -20,6 +21,7 @@ from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
+from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 SHARED = Path(__file__).resolve().parents[4] / "shared"
@@ -288,3 +290,42 @@ def test_schema_is_resolved_once_per_entity_type() -> None:
         builder.build(event)
     expected = 1
     assert expected == registry.lookups
+
+
+def _nested_text(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+def _deep_line(uri: str, depth: int, key: str | None = None) -> str:
+    data = _nested_text(depth) if key is None else f'{{"{key}":{_nested_text(depth)}}}'
+    envelope = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
+    return enriched_line(
+        unstruct_event=f'{{"schema":"{envelope}","data":{{"schema":"{uri}","data":{data}}}}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("depth", "code"),
+    [
+        pytest.param(MAX_NESTING - 2, "iglu.cast", id="at-the-limit"),
+        pytest.param(MAX_NESTING - 1, "parsing.row_decoding", id="one-past"),
+        pytest.param(1000, "parsing.row_decoding", id="1000"),
+    ],
+)
+def test_deeply_nested_entity_gives_a_bad_row_that_encodes(
+    builder: RowBuilder, depth: int, code: str
+) -> None:
+    """Entity JSON nested past MAX_NESTING is a parsing bad row; up to it, a bad row that encodes."""
+    result = builder.transform_line(_deep_line(LINK_CLICK.to_uri(), depth))
+    assert code == result.code
+    document = orjson.loads(result.to_json(PROCESSOR))
+    schema = "loader_iglu_error" if code == "iglu.cast" else "loader_parsing_error"
+    jsonschema.Draft4Validator(_badrow_schema(schema, "2-0-0")).validate(document["data"])
+
+
+def test_deep_value_in_a_full_mode_string_column_is_kept_as_text(builder: RowBuilder) -> None:
+    """In full mode a STRING sub-field takes a value nested to the limit as its JSON text."""
+    line = _deep_line(LINK_CLICK.to_uri(), MAX_NESTING - 3, key="targetUrl")
+    (row,) = _rows(builder.transform_line(line))
+    column = row["unstruct_event_com_snowplowanalytics_snowplow_link_click_1_0_1"]
+    assert _nested_text(MAX_NESTING - 3) == column["target_url"]

@@ -123,16 +123,12 @@ def load_compose() -> dict[str, Any]:
     return data
 
 
-#: The loader driver's health port and subcommands are contracts of issue 8 (the loader
-#: has no settings module yet to read them from); the other services' come from their code.
-LOADER_HEALTH_PORT = 8083
-LOADER_SUBCOMMANDS = ("transform", "run", "backfill")
-
-
 def health_port(package: str) -> int:
     """Return the default health/API port of a service, read from its settings."""
     if package == "plowline-loader":
-        return LOADER_HEALTH_PORT
+        from plowline_loader.settings import LoaderSettings
+
+        return int(LoaderSettings.model_fields["port"].default)
     if package == "plowline-mutator":
         from plowline_mutator.settings import MutatorSettings
 
@@ -149,9 +145,8 @@ def health_port(package: str) -> int:
 def check_service_args(package: str, args: list[str]) -> None:
     """Fail unless the service's own command-line parser accepts ``args``."""
     if package == "plowline-loader":
-        assert args[0] in LOADER_SUBCOMMANDS, f"{args[0]!r} is not a loader subcommand"
-        return
-    if package == "plowline-mutator":
+        from plowline_loader.cli import build_parser
+    elif package == "plowline-mutator":
         from plowline_mutator.cli import build_parser
     elif package == "plowline-repeater":
         from plowline_repeater.cli import build_parser
@@ -182,7 +177,7 @@ class DeployKit:
     repo = REPO
     docker = DOCKER
     packages = PACKAGES
-    loader_health_port = LOADER_HEALTH_PORT
+    loader_health_port = health_port("plowline-loader")
 
     def __init__(self) -> None:
         self._rendered: dict[str, list[Manifest]] = {}

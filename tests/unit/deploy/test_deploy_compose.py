@@ -14,7 +14,8 @@ SERVICES = {
     "repeater": "plowline-repeater",
     "deadletter": "plowline-deadletter",
 }
-STAND_INS = ["bigquery", "storage", "provision"]
+STAND_INS = ["pubsub", "bigquery", "storage", "provision"]
+SERVERS = ["pubsub", "bigquery", "storage"]
 
 
 def _service(deploy: Any, name: str) -> dict[str, Any]:
@@ -28,18 +29,6 @@ def test_compose_defines_the_stack(deploy: Any) -> None:
     assert expected == set(deploy.load_compose()["services"])
 
 
-def test_compose_pubsub_is_googles_pinned_emulator_image(deploy: Any) -> None:
-    """Pub/Sub runs Google's google-cloud-cli emulators image, pinned, listening on 0.0.0.0:8085."""
-    pubsub = _service(deploy, "pubsub")
-    pinned = re.fullmatch(
-        r"gcr\.io/google\.com/cloudsdktool/google-cloud-cli:\d+\.\d+\.\d+-emulators",
-        pubsub["image"],
-    )
-    actual = (bool(pinned), pubsub["command"][:5], "--host-port=0.0.0.0:8085" in pubsub["command"])
-    expected = (True, ["gcloud", "beta", "emulators", "pubsub", "start"], True)
-    assert expected == actual
-
-
 @pytest.mark.parametrize("name", STAND_INS)
 def test_compose_stand_ins_use_the_devstack_image(deploy: Any, name: str) -> None:
     """BigQuery, Cloud Storage and provisioning run the devstack image built from its Dockerfile."""
@@ -49,12 +38,84 @@ def test_compose_stand_ins_use_the_devstack_image(deploy: Any, name: str) -> Non
     assert expected == (build["dockerfile"], exists)
 
 
-def test_compose_bigquery_runs_the_corrected_emulator(deploy: Any) -> None:
-    """BigQuery is plowline's launcher (fidelity corrections on), bound to all interfaces."""
-    bigquery = _service(deploy, "bigquery")
-    actual = (bigquery["entrypoint"], "--host=0.0.0.0" in bigquery["command"])
-    expected = (["python", "-m", "plowline_devstack.bigquery"], True)
-    assert expected == actual
+def _container_ports(service: dict[str, Any]) -> list[int]:
+    """The container side of each ``127.0.0.1:HOST:CONTAINER`` mapping, in order."""
+    return [int(mapping.rsplit(":", 1)[1]) for mapping in service["ports"]]
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_compose_stand_ins_run_what_plowline_dev_runs(deploy: Any, name: str) -> None:
+    """Each stand-in's entrypoint and command are the command line `plowline dev up` starts."""
+    from plowline_devstack.servers import command
+
+    service = _service(deploy, name)
+    ports = dict(zip(("port", "grpc_port"), _container_ports(service), strict=False))
+    wanted = command(name, "0.0.0.0", ports, "plowline-local", None)
+    expected = ["python", *wanted[1:]]
+    assert expected == service["entrypoint"] + service["command"]
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_compose_stand_in_health_check_asks_its_own_port(deploy: Any, name: str) -> None:
+    """A stand-in's health check connects to the first port it serves, on loopback."""
+    service = _service(deploy, name)
+    check = " ".join(service["healthcheck"]["test"])
+    expected = [_container_ports(service)[0]]
+    assert expected == [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", check)]
+
+
+@pytest.mark.parametrize("name", ["pubsub", "bigquery", "storage", *sorted(SERVICES)])
+def test_compose_long_running_services_restart_on_failure(deploy: Any, name: str) -> None:
+    """Every server and service restarts when it fails (provisioning runs once)."""
+    expected = ("on-failure", "no")
+    assert expected == (_service(deploy, name)["restart"], _service(deploy, "provision")["restart"])
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_compose_named_volumes_are_writable_by_the_image_user(deploy: Any, name: str) -> None:
+    """Each named volume mounts where the image made a directory owned by the uid it runs as."""
+    service = _service(deploy, name)
+    final = deploy.stages(name)[-1]
+    base = next((s for s in deploy.stages(name) if s.name == final.base), final)
+    runs = " ".join(base.all("RUN") + final.all("RUN"))
+    user = (final.all("USER") or base.all("USER"))[-1].split(":")[0]
+    targets = [v["target"] for v in service.get("volumes", []) if v["type"] == "volume"]
+    owned = [
+        bool(re.search(rf"install --directory --owner {user} \S.*{re.escape(t)}(\s|$)", runs))
+        for t in targets
+    ]
+    expected = [True] * len(targets)
+    assert expected == owned
+
+
+def test_compose_loader_checkpoint_is_on_its_volume(deploy: Any) -> None:
+    """The loader's --checkpoint lies inside its named volume, which compose declares."""
+    loader = _service(deploy, "loader")
+    checkpoint = (deploy.flag(loader["command"], "--checkpoint") or "").removeprefix("file://")
+    volume = next(v for v in loader["volumes"] if v["type"] == "volume")
+    expected = (True, True)
+    assert expected == (
+        checkpoint.startswith(volume["target"] + "/"),
+        volume["source"] in deploy.load_compose()["volumes"],
+    )
+
+
+def test_readme_feeds_the_compose_stack_with_plowline_dev_generate(deploy: Any) -> None:
+    """The README's compose section publishes with `plowline dev generate` to compose's Pub/Sub port."""
+    from plowline_devstack.cli import build_parser, load_commands
+
+    readme = (deploy.repo / "README.md").read_text()
+    section = readme[readme.index("docker compose up") :]
+    line = next(
+        line.strip()
+        for line in section.splitlines()
+        if "plowline dev generate" in line and "--pubsub" in line
+    )
+    words = line.split("#")[0].split()
+    args = build_parser(load_commands()).parse_args(words[words.index("plowline") + 1 :])
+    published = _container_ports(_service(deploy, "pubsub"))[0]
+    expected = ("topic", f"127.0.0.1:{published}")
+    assert expected == (args.to, args.pubsub)
 
 
 def test_compose_provisioning_waits_for_healthy_emulators(deploy: Any) -> None:

@@ -17,7 +17,7 @@ DEPLOYMENTS = {
 }
 _COMMON_KINDS = {
     ("v1", "Namespace"): 1,
-    ("v1", "ServiceAccount"): 4,
+    ("v1", "ServiceAccount"): 5,
     ("rbac.authorization.k8s.io/v1", "Role"): 1,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): 1,
     ("v1", "ConfigMap"): 2,
@@ -26,6 +26,7 @@ _COMMON_KINDS = {
     ("policy/v1", "PodDisruptionBudget"): 3,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): 2,
     ("sparkoperator.k8s.io/v1beta2", "SparkApplication"): 1,
+    ("networking.k8s.io/v1", "NetworkPolicy"): 6,
 }
 _SECURE_CONTAINER = {
     "runAsNonRoot": True,
@@ -169,22 +170,6 @@ def test_k8s_containers_set_cpu_and_memory_requests_and_limits(deploy: Any, over
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_k8s_every_deployment_has_a_pod_disruption_budget(deploy: Any, overlay: str) -> None:
-    """Each Deployment's pods are selected by exactly one PodDisruptionBudget."""
-    manifests = deploy.render(overlay)
-    budgets = deploy.by_kind(manifests, "PodDisruptionBudget").values()
-    covered = {}
-    for name, deployment in deploy.by_kind(manifests, "Deployment").items():
-        labels = deployment["spec"]["template"]["metadata"]["labels"]
-        covered[name] = sum(
-            all(labels.get(k) == v for k, v in b["spec"]["selector"]["matchLabels"].items())
-            for b in budgets
-        )
-    expected = dict.fromkeys(DEPLOYMENTS, 1)
-    assert expected == covered
-
-
-@pytest.mark.parametrize("overlay", OVERLAYS)
 def test_k8s_repeater_and_deadletter_scale_on_cpu(deploy: Any, overlay: str) -> None:
     """The repeater and the dead-letter writer have CPU-utilisation autoscalers; no replicas pin."""
     manifests = deploy.render(overlay)
@@ -233,15 +218,17 @@ def test_k8s_mutator_token_comes_from_a_secret_the_overlay_owns(deploy: Any, ove
 def test_k8s_service_accounts_use_workload_identity_in_the_config_project(
     deploy: Any, overlay: str
 ) -> None:
-    """Each service account acts as <name>@<config projectId>.iam.gserviceaccount.com."""
+    """Each account acts as <service>@<config projectId> (the loader's executors as the loader)."""
     project = _project(deploy, overlay)
     accounts = deploy.by_kind(deploy.render(overlay), "ServiceAccount")
     actual = {
         n: a["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
         for n, a in accounts.items()
     }
-    expected = {n: f"{n}@{project}.iam.gserviceaccount.com" for n in accounts}
-    assert (expected, 4) == (actual, len(actual))
+    expected = {
+        n: f"{n.removesuffix('-executor')}@{project}.iam.gserviceaccount.com" for n in accounts
+    }
+    assert (expected, 5) == (actual, len(actual))
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -259,7 +246,7 @@ def test_k8s_workloads_run_as_their_own_service_accounts(deploy: Any, overlay: s
     expected = {
         **{n: n for n in DEPLOYMENTS},
         "driver": "plowline-loader",
-        "executor": "plowline-loader",
+        "executor": "plowline-loader-executor",
     }
     assert (expected, True) == (used, set(used.values()) <= accounts)
 
@@ -284,10 +271,12 @@ def test_k8s_spark_application_is_a_python_job_of_the_installed_spark(
 
 
 def test_k8s_spark_main_file_is_copied_into_the_loader_image(deploy: Any) -> None:
-    """The driver file the SparkApplication names is COPYed to that path in the loader image."""
+    """The driver file the SparkApplication names, and the pod's main process, are in the image."""
     copies = [args.split() for s in deploy.stages("loader") for args in s.all("COPY")]
-    expected = [["deploy/docker/loader/driver.py", "/opt/plowline/driver.py"]]
-    assert expected == [c for c in copies if c[-1] == "/opt/plowline/driver.py"]
+    expected = [
+        ["deploy/docker/loader/driver.py", "deploy/docker/loader/driver_pod.py", "/opt/plowline/"]
+    ]
+    assert expected == [c for c in copies if c[-1] == "/opt/plowline/"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -309,15 +298,15 @@ def test_k8s_spark_arguments_run_the_loader_with_a_gcs_checkpoint(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_k8s_spark_application_restarts_on_failure_with_retries(deploy: Any, overlay: str) -> None:
-    """A failed streaming job is resubmitted: OnFailure with positive retry counts."""
+def test_k8s_spark_application_is_always_restarted(deploy: Any, overlay: str) -> None:
+    """A stream never finishes: the operator resubmits it however it ended, after a pause."""
     policy = _spark(deploy, overlay)["spec"]["restartPolicy"]
     actual = (
         policy["type"],
-        policy["onFailureRetries"] > 0,
-        policy["onSubmissionFailureRetries"] > 0,
+        policy["onFailureRetryInterval"] > 0,
+        policy["onSubmissionFailureRetryInterval"] > 0,
     )
-    expected = ("OnFailure", True, True)
+    expected = ("Always", True, True)
     assert expected == actual
 
 

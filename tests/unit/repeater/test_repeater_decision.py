@@ -8,7 +8,7 @@ import pytest
 from plowline_core.messages import FailedInsert
 from plowline_core.ports import InsertFailure, InsertReason, Row
 from plowline_core.schema.field import Field, FieldType
-from plowline_repeater.decision import Attempt, DeadEnd, Decision, Insert, Wait, decide
+from plowline_repeater.decision import Attempt, DeadEnd, Decision, Insert, Wait, deadline, decide
 
 ETL = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 BACKOFF = 900.0
@@ -66,4 +66,11 @@ def test_decide(
     fields: tuple[Field, ...], now: datetime, last: Attempt | None, expected: Decision
 ) -> None:
     """Each situation gets the documented decision."""
-    assert expected == decide(FAILED, fields, now, BACKOFF, last)
+    assert expected == decide(FAILED, fields, now, DEADLINE, last)
+
+
+def test_the_backoff_counts_from_when_the_failure_was_first_seen() -> None:
+    """deadline() adds the backoff to the first-seen time, whatever the event's etl_tstamp."""
+    seen = datetime(2026, 11, 24, 6, 0, tzinfo=UTC)
+    expected = seen + timedelta(seconds=BACKOFF)
+    assert expected == deadline(seen, BACKOFF)

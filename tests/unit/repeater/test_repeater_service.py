@@ -29,6 +29,7 @@ class FakeMessage:
 
     data: bytes
     settled: str | None = None
+    publish_time: datetime = ETL
 
     def ack(self) -> None:
         """Record an ack."""
@@ -39,9 +40,11 @@ class FakeMessage:
         self.settled = "nack"
 
 
-def _message(event_id: str = "e1", **extra: object) -> FakeMessage:
-    row = {"event_id": event_id, "etl_tstamp": ETL.isoformat(), **extra}
-    return FakeMessage(orjson.dumps(row))
+def _message(
+    event_id: str = "e1", etl: datetime = ETL, published: datetime = ETL, **extra: object
+) -> FakeMessage:
+    row = {"event_id": event_id, "etl_tstamp": etl.isoformat(), **extra}
+    return FakeMessage(orjson.dumps(row), publish_time=published)
 
 
 @dataclass
@@ -116,6 +119,32 @@ def test_a_row_that_never_fits_is_dead_ended_after_the_backoff() -> None:
     world.repeater.receive(message)
     world.repeater.step()
     world.clock.advance(61)
+    world.repeater.step()
+    world.repeater.step()
+    [row] = _dead_rows(world.store)
+    expected = ("ack", "unknown_field")
+    assert expected == (message.settled, row["data"]["failure"]["error"]["reason"])  # type: ignore[index]
+
+
+def test_an_event_enriched_years_ago_waits_for_its_column() -> None:
+    """A 2013 event whose insert failed now gets the whole backoff: its column comes 5 s later."""
+    world = _world()
+    message = _message(etl=datetime(2013, 10, 7, 12, 0, tzinfo=UTC), contexts_x_1="v")
+    world.repeater.receive(message)
+    world.repeater.step()
+    world.clock.advance(5)
+    world.table.add_fields([NEW])
+    world.repeater.step()
+    expected = (["e1"], "ack", {})
+    assert expected == (world.sink.insert_ids, message.settled, world.store.objects)
+
+
+def test_a_redelivered_failure_keeps_its_first_seen_time() -> None:
+    """The backoff runs from the publish time, so a redelivery 61 s later is dead-ended, not reset."""
+    world = _world(buffer_size=1)
+    world.clock.advance(61)
+    message = _message(contexts_x_1="v")
+    world.repeater.receive(message)
     world.repeater.step()
     world.repeater.step()
     [row] = _dead_rows(world.store)
@@ -199,3 +228,27 @@ def test_messages_after_close_are_nacked() -> None:
     world.repeater.receive(message)
     expected = "nack"
     assert expected == message.settled
+
+
+def test_an_unreadable_table_leaves_the_repeater_running_and_not_ready() -> None:
+    """When the schema read fails the step returns, rows stay held, and readiness is withdrawn."""
+    world = _world()
+    world.table.fail_with = TransientError("bigquery down past the retry deadline")
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    expected = (False, None, 1)
+    assert expected == (world.repeater.ready, message.settled, world.repeater.waiting)
+
+
+def test_the_repeater_recovers_once_the_table_reads_again() -> None:
+    """After the outage the next step reads the schema, inserts the held row, and is ready again."""
+    world = _world()
+    world.table.fail_with = TransientError("bigquery down past the retry deadline")
+    message = _message()
+    world.repeater.receive(message)
+    world.repeater.step()
+    world.table.fail_with = None
+    world.repeater.step()
+    expected = (True, "ack", ["e1"])
+    assert expected == (world.repeater.ready, message.settled, world.sink.insert_ids)

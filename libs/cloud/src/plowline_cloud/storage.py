@@ -1,15 +1,22 @@
 """Cloud Storage adapter: private, never-overwritten objects under a bucket prefix.
 
 Notes:
-    ``put`` refuses to overwrite twice over: it asks GCS for ``if_generation_match=0``
-    (the real guarantee, atomic), and first checks that the name is free, because
-    gcp-storage-emulator ignores preconditions (LOCAL_STACK.md). On Google the check is
-    redundant; on the emulator it leaves a small race between check and upload.
+    ``put`` needs only ``storage.objects.create`` (``roles/storage.objectCreator``): it never
+    reads before writing, and asks Cloud Storage for ``if_generation_match=0``, the atomic
+    "never overwrite". A 412 then means one of two things, told apart by what ``put`` saw:
+    on the first attempt, someone else holds the name (``PermanentError``); after an attempt
+    whose response was lost (a retried error), it is that attempt's own object, already
+    written, so ``put`` returns. The writers name each object uniquely (a fresh id per
+    flush), so no other writer can hold the name of a write that was retried: rows are
+    never written twice and the messages are never nacked for ever.
+    The local stack enforces preconditions as Cloud Storage does
+    (``plowline_devstack.storage.preconditions``).
     Objects get no ACL of their own: they inherit the bucket's (private) access.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
@@ -20,6 +27,17 @@ from plowline_core.errors import ConfigError, PermanentError
 from plowline_cloud.errors import translated
 
 _SCHEME = "gs://"
+
+
+class _Attempts:
+    """Whether an upload attempt failed in a way the retry policy retried."""
+
+    def __init__(self) -> None:
+        self.retried = False
+
+    def failed(self, _error: Exception) -> None:
+        """Note a retried failure: that attempt may have written the object."""
+        self.retried = True
 
 
 def parse_gcs_url(url: str) -> tuple[str, str]:
@@ -61,20 +79,30 @@ class GcsBlobStore:
         return f"{_SCHEME}{self._bucket.name}/{self._prefix}"
 
     def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
-        """Write a new private object; raise PermanentError if the name already exists."""
+        """Write a new private object; raise PermanentError if someone else holds the name.
+
+        Notes:
+            Idempotent under retries: a 412 after a retried attempt is this call's own
+            earlier write, whose response was lost (see the module docstring).
+        """
         blob = self._blob(name)
+        attempts = _Attempts()
         with translated(f"write {self._where(name)}"):
-            if blob.exists(timeout=self._timeout, retry=self._retry):
-                raise PermanentError(f"{self._where(name)} already exists")
+            # The retry wraps the whole upload (the client's own retry is off) so that this
+            # call sees each retried failure.
+            upload = functools.partial(
+                blob.upload_from_string,
+                data,
+                content_type=content_type,
+                if_generation_match=0,
+                timeout=self._timeout,
+                retry=None,
+            )
             try:
-                blob.upload_from_string(
-                    data,
-                    content_type=content_type,
-                    if_generation_match=0,
-                    timeout=self._timeout,
-                    retry=self._retry,
-                )
+                self._retry(upload, on_error=attempts.failed)()
             except gexc.PreconditionFailed as exc:
+                if attempts.retried:
+                    return
                 raise PermanentError(f"{self._where(name)} already exists") from exc
 
     def list(self, prefix: str = "") -> list[str]:

@@ -136,7 +136,9 @@ class RepeaterOptions:
     """Repeater settings (Snowplow's defaults).
 
     Attributes:
-        backoff_period: seconds after ``etl_tstamp`` before a row is retried regardless.
+        backoff_period: seconds after the failure was first seen (the failed-insert
+            message's publish time, not ``etl_tstamp`` as in Snowplow) before a row is
+            retried regardless.
         buffer_size: dead-end rows buffered before an object is written.
         window: seconds after which a partial dead-end buffer is written anyway.
         dead_end_bucket: ``gs://bucket[/prefix]`` for rows that can never be inserted.

@@ -121,6 +121,15 @@ class ReceivedMessage(Protocol):
         ...
 
 
+class TimedMessage(ReceivedMessage, Protocol):
+    """A received message that also tells when it was first published (stable on redelivery)."""
+
+    @property
+    def publish_time(self) -> datetime:
+        """When Pub/Sub accepted the message (timezone-aware UTC)."""
+        ...
+
+
 class BlobStore(Protocol):
     """A bucket (with an optional path prefix)."""
 

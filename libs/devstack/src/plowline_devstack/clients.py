@@ -47,7 +47,12 @@ def storage_client(endpoints: Endpoints) -> StorageClient:
 
 def publisher_client(endpoints: Endpoints) -> PublisherClient:
     """Return a Pub/Sub publisher on an insecure channel to the local emulator."""
-    channel = grpc.insecure_channel(endpoints.pubsub_target)
+    return emulator_publisher(endpoints.pubsub_target)
+
+
+def emulator_publisher(target: str) -> PublisherClient:
+    """Return a Pub/Sub publisher on an insecure channel to the emulator at ``host:port``."""
+    channel = grpc.insecure_channel(target)
     return PublisherClient(transport=PublisherGrpcTransport(channel=channel))
 
 

@@ -18,6 +18,7 @@ from plowline_core.errors import PlowlineError
 
 from plowline_devstack import stack
 from plowline_devstack.cli import Command
+from plowline_devstack.faults import describe, load_faults
 from plowline_devstack.stack_config import load_stack
 
 DEFAULT_DATA_DIR = Path(".plowline")
@@ -44,6 +45,15 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
         "Default: project plowline-local, dataset snowplow, table events",
     )
     parser.add_argument(
+        "--faults",
+        type=Path,
+        metavar="FILE",
+        help="make the stand-ins fail as Google's services can (TOML or JSON; e.g. "
+        "[pubsub.duplicate-delivery] rate = 0.01); format and catalogue in "
+        "plowline_devstack/faults.py. Servers whose faults change are restarted; without "
+        "--faults a running stack keeps the faults it has (default on a new stack: none)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=30.0,
@@ -56,7 +66,8 @@ def _up(args: argparse.Namespace) -> int:
     configure_logging("devstack", json=False)  # stderr: stdout holds only the exports
     try:
         config, roles = load_stack(args.config) if args.config else (None, [])
-        running = stack.up(args.data_dir, config, timeout=args.timeout)
+        faults = load_faults(args.faults) if args.faults else None
+        running = stack.up(args.data_dir, config, timeout=args.timeout, faults=faults)
     except PlowlineError as exc:
         print(f"plowline dev up failed: {exc}", file=sys.stderr)
         return 1
@@ -69,6 +80,8 @@ def _up(args: argparse.Namespace) -> int:
         )
     for line in roles:
         print(f"provisioned: {line}", file=sys.stderr)
+    if running.faults.faults:
+        print(f"faults on: {', '.join(running.faults.names())}", file=sys.stderr)
     print(running.endpoints.exports())
     print(f"local stack up and provisioned in {time.monotonic() - started:.2f} s", file=sys.stderr)
     return 0
@@ -121,6 +134,11 @@ def _env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _faults(args: argparse.Namespace) -> int:
+    print(describe())
+    return 0
+
+
 COMMANDS = (
     Command(
         ("dev", "up"),
@@ -142,6 +160,11 @@ COMMANDS = (
         "stop the local stack (SIGTERM, then SIGKILL after a grace period)",
         _down,
         _configure_down,
+    ),
+    Command(
+        ("dev", "faults"),
+        "list the faults `plowline dev up --faults FILE` can turn on, with their parameters",
+        _faults,
     ),
     Command(
         ("dev", "env"),

@@ -173,6 +173,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=Path(".plowline"),
         help="the local stack's data directory, for --to topic (default %(default)s)",
     )
+    parser.add_argument(
+        "--pubsub",
+        metavar="HOST:PORT",
+        help="for --to topic: a Pub/Sub emulator `plowline dev up` did not start, such as "
+        "docker compose's 127.0.0.1:8085 (its topics are not checked here)",
+    )
+    parser.add_argument(
+        "--project",
+        default="plowline-local",
+        help="the emulator's project, with --pubsub (default %(default)s)",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -212,22 +223,27 @@ def _write(lines: Iterable[GeneratedLine], out: TextIO) -> None:
 
 
 def _to_topic(lines: Iterable[GeneratedLine], args: argparse.Namespace) -> int:
-    from plowline_devstack.clients import publisher_client
+    from plowline_devstack.clients import emulator_publisher
     from plowline_devstack.stack import read_state
 
-    stack = read_state(args.data_dir)
-    if stack is None:
-        print(
-            f"plowline dev generate: no local stack in {args.data_dir}; run `plowline dev up`",
-            file=sys.stderr,
-        )
-        return 1
-    try:
-        topic = stack.topic_path(args.topic)
-    except KeyError as error:
-        print(f"plowline dev generate: {error.args[0]}", file=sys.stderr)
-        return 2
-    publisher = publisher_client(stack.endpoints)
+    if args.pubsub:
+        target, topic = args.pubsub, f"projects/{args.project}/topics/{args.topic}"
+    else:
+        stack = read_state(args.data_dir)
+        if stack is None:
+            print(
+                f"plowline dev generate: no local stack in {args.data_dir}; run `plowline dev up`"
+                " (or name a running emulator with --pubsub HOST:PORT)",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            topic = stack.topic_path(args.topic)
+        except KeyError as error:
+            print(f"plowline dev generate: {error.args[0]}", file=sys.stderr)
+            return 2
+        target = stack.endpoints.pubsub_target
+    publisher = emulator_publisher(target)
     began = time.monotonic()
 
     def progress(sent: int) -> None:

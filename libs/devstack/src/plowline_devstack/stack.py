@@ -8,7 +8,8 @@ them again; ``up`` reuses every server that still answers.
 
 Layout of a data directory::
 
-    stack.json            pids, ports, project and provisioning config
+    stack.json            pids, ports, project, provisioning config and faults on
+    faults.json           the fault plan the servers were started with (when one is on)
     logs/<server>.log     each server's stdout and stderr
     pubsub/ bigquery/ storage/   each server's persistent data (when persistent)
 """
@@ -27,10 +28,12 @@ from plowline_core.errors import PlowlineError
 
 from plowline_devstack import servers
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.faults import NO_FAULTS, FaultPlan, parse_faults
 from plowline_devstack.servers import BIGQUERY, PUBSUB, SERVER_NAMES, STORAGE, ServerProcess
 from plowline_devstack.stack_config import StackConfig
 
 STATE_FILE = "stack.json"
+FAULTS_FILE = "faults.json"
 HOST = "127.0.0.1"
 _PORT_NAMES = {PUBSUB: ("port",), BIGQUERY: ("port", "grpc_port"), STORAGE: ("port",)}
 
@@ -59,6 +62,7 @@ class LocalStack:
     data_dir: Path
     servers: dict[str, ServerProcess] = field(default_factory=dict)
     reused: tuple[str, ...] = ()
+    faults: FaultPlan = NO_FAULTS
 
     def env(self) -> dict[str, str]:
         """Return the environment variables that point a service at this stack."""
@@ -122,6 +126,7 @@ class LocalStack:
         state = {
             "project": self.endpoints.project,
             "config": self.config.to_json(),
+            "faults": self.faults.to_json(),
             "servers": {name: s.to_json() for name, s in self.servers.items()},
         }
         path.write_text(json.dumps(state, indent=2) + "\n")
@@ -135,35 +140,59 @@ def start_stack(
     persistent: bool = True,
     daemon: bool = False,
     timeout: float = 30.0,
+    faults: FaultPlan = NO_FAULTS,
 ) -> LocalStack:
     """Start the three servers under ``data_dir``, wait for them and provision ``config``.
 
     Notes:
         With ``daemon`` false (tests) the servers die with this process; ``up`` starts
-        daemons that outlive it.
+        daemons that outlive it. ``faults`` (default none; :mod:`plowline_devstack.faults`)
+        makes the servers fail as Google's services can.
     """
     config = config or StackConfig()
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = {name: {p: servers.free_port(HOST) for p in _PORT_NAMES[name]} for name in SERVER_NAMES}
-    stack = LocalStack(_endpoints(config.project, ports), config, data_dir.resolve())
+    wanted = [(name, port) for name in SERVER_NAMES for port in _PORT_NAMES[name]]
+    chosen = iter(servers.free_ports(len(wanted), HOST))
+    ports: dict[str, dict[str, int]] = {name: {} for name in SERVER_NAMES}
+    for name, port in wanted:
+        ports[name][port] = next(chosen)
+    stack = LocalStack(_endpoints(config.project, ports), config, data_dir.resolve(), faults=faults)
     _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
     return stack
 
 
-def up(data_dir: Path, config: StackConfig | None = None, *, timeout: float = 30.0) -> LocalStack:
-    """Bring the stack described by ``data_dir``'s state file up, reusing what still answers."""
+def up(
+    data_dir: Path,
+    config: StackConfig | None = None,
+    *,
+    timeout: float = 30.0,
+    faults: FaultPlan | None = None,
+) -> LocalStack:
+    """Bring the stack described by ``data_dir``'s state file up, reusing what still answers.
+
+    Notes:
+        ``faults`` None keeps the faults the stack had; a server whose faults change is
+        restarted (on its old ports, with its persisted data) so the new plan applies.
+    """
     previous = read_state(data_dir)
     if previous is None:
-        stack = start_stack(data_dir, config, daemon=True, timeout=timeout)
+        stack = start_stack(
+            data_dir, config, daemon=True, timeout=timeout, faults=faults or NO_FAULTS
+        )
         stack.save()
         return stack
     config = config or previous.config
+    plan = previous.faults if faults is None else faults
     ports: dict[str, dict[str, int]] = {}
     keep: dict[str, ServerProcess] = {}
     for name in SERVER_NAMES:
         old = previous.servers.get(name)
+        changed = plan.for_server(name) != previous.faults.for_server(name)
+        if old is not None and changed:
+            servers.stop(old)
         if (
             old is not None
+            and not changed
             and servers.is_alive(old)
             and _probes().answers(name, previous.endpoints)
         ):
@@ -173,7 +202,7 @@ def up(data_dir: Path, config: StackConfig | None = None, *, timeout: float = 30
             wanted = dict(old.ports) if old is not None else {}
             ports[name] = {p: _port_or_free(wanted.get(p)) for p in _PORT_NAMES[name]}
     stack = LocalStack(
-        _endpoints(config.project, ports), config, data_dir.resolve(), keep, tuple(keep)
+        _endpoints(config.project, ports), config, data_dir.resolve(), keep, tuple(keep), plan
     )
     _launch_missing(stack, ports, persistent=True, daemon=True, timeout=timeout)
     if keep:
@@ -201,7 +230,10 @@ def read_state(data_dir: Path) -> LocalStack | None:
     found = {name: ServerProcess.from_json(raw) for name, raw in state["servers"].items()}
     ports = {name: dict(s.ports) for name, s in found.items()}
     config = StackConfig.from_json(state["config"])
-    return LocalStack(_endpoints(config.project, ports), config, data_dir.resolve(), found)
+    faults = parse_faults(state.get("faults", {}))
+    return LocalStack(
+        _endpoints(config.project, ports), config, data_dir.resolve(), found, faults=faults
+    )
 
 
 def _endpoints(project: str, ports: Mapping[str, Mapping[str, int]]) -> Endpoints:
@@ -227,6 +259,7 @@ def _launch_missing(
 ) -> None:
     """Launch every server the stack lacks, wait until all answer, then provision."""
     started = []
+    fault_file = _write_faults(stack)
     for name in SERVER_NAMES:
         if name in stack.servers:
             continue
@@ -234,6 +267,8 @@ def _launch_missing(
         if store is not None:
             store.mkdir(parents=True, exist_ok=True)
         argv = servers.command(name, HOST, ports[name], stack.config.project, store)
+        if fault_file is not None and stack.faults.for_server(name):
+            argv += ["--faults", str(fault_file)]
         log = stack.data_dir / "logs" / f"{name}.log"
         env = servers.environment(name, stack.endpoints.storage_url)
         stack.servers[name] = servers.launch(argv, name, ports[name], log, daemon=daemon, env=env)
@@ -245,6 +280,16 @@ def _launch_missing(
         for server in started:
             servers.stop(server, grace=2.0)
         raise
+
+
+def _write_faults(stack: LocalStack) -> Path | None:
+    """Write the stack's fault plan for its servers to read; None when no fault is on."""
+    path = stack.data_dir / FAULTS_FILE
+    if not stack.faults.faults:
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(json.dumps(stack.faults.to_json(), indent=2) + "\n")
+    return path
 
 
 def wait_until_ready(stack: LocalStack, timeout: float) -> None:

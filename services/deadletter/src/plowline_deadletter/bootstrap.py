@@ -20,6 +20,7 @@ from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
+from plowline_core.grants import Grant, ResourceKind
 
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.settings import DeadLetterSettings
@@ -27,6 +28,13 @@ from plowline_deadletter.writer import DeadLetterWriter
 
 _TICK_SECONDS = 0.5
 _log = structlog.get_logger(__name__)
+
+
+GRANTS: tuple[Grant, ...] = (
+    Grant("roles/pubsub.subscriber", ResourceKind.SUBSCRIPTION, "--badRowsSub"),
+    Grant("roles/storage.objectCreator", ResourceKind.BUCKET, "--bucket"),
+)
+"""What the dead-letter writer needs (``plowline_core.grants``; deploy/GKE.md grants these)."""
 
 
 def load_config(settings: DeadLetterSettings) -> BigQueryConfig:

@@ -36,6 +36,7 @@ from plowline_cloud.iglu import registries_from_config
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
+from plowline_core.grants import Grant, ResourceKind
 from plowline_core.iglu.config import ResolverConfig, parse_not_found
 from plowline_core.iglu.resolver import Resolver
 from plowline_core.ports import RowSink, TableSchemaStore
@@ -51,6 +52,21 @@ if TYPE_CHECKING:
     from google.cloud import bigquery
 
 ARTIFACT = "plowline-loader"
+
+
+GRANTS: tuple[Grant, ...] = (
+    Grant("roles/pubsub.subscriber", ResourceKind.SUBSCRIPTION, "input"),
+    Grant("roles/pubsub.publisher", ResourceKind.TOPIC, "typesTopic"),
+    Grant("roles/pubsub.publisher", ResourceKind.TOPIC, "badRows"),
+    Grant("roles/pubsub.publisher", ResourceKind.TOPIC, "failedInserts"),
+    Grant("roles/bigquery.dataEditor", ResourceKind.DATASET, "datasetId"),
+    Grant("roles/storage.objectAdmin", ResourceKind.BUCKET, "--checkpoint"),
+)
+"""What the loader's clients need (``plowline_core.grants``; deploy/GKE.md grants these).
+
+FILE_LOADS also needs ``roles/bigquery.jobUser`` on the project and
+``roles/storage.objectAdmin`` on ``--staging-bucket`` (GKE.md says so where it grants).
+"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,13 @@
     good row        inserted into the table (insertId = event_id)
     failed insert   the table refused the row, or it needs a column the table lacks:
                     the BigQuery-JSON row goes to the failedInserts topic
-    bad row         the line did not parse or its entities did not validate, or the row
-                    or bad row is over a size limit (``size_violation``): badRows topic
+    bad row         the line did not parse or its entities did not validate, or the row,
+                    its bad row or its failed insert is over a size limit
+                    (``size_violation``): badRows topic
 
 and announces on the types topic the entity types whose column the table lacks.
+
+The size rules (what a row, a bad row and a failed insert may weigh) are ``limits``'s.
 
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
@@ -28,11 +31,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-import orjson
-from plowline_core.badrows import BadRow, Processor, SizeViolationRow
+from plowline_core.badrows import BadRow, FailureCode, Processor
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
-from plowline_core.messages import encode_failed_insert, encode_types
+from plowline_core.messages import encode_types
 from plowline_core.ports import (
     Clock,
     InsertFailure,
@@ -45,13 +47,18 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.types import TypeTracker
+from plowline_loader.limits import Limits, SizeChecks
 
-BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
-_ROW_OVERHEAD = 64  # {"insertId": …, "json": …} around each row in the request
-# JSON escaping makes a string at most 6x longer (\u00XX): lines below this bound cannot
-# produce an oversized row, so the common case skips serialising the row to measure it.
-_ESCAPE_FACTOR = 6
+__all__ = [
+    "AccountingError",
+    "BatchOutcome",
+    "BatchProcessor",
+    "Destinations",
+    "InboundMessage",
+    "Limits",
+    "PreparedBatch",
+]
+from plowline_loader.types import TypeTracker
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,14 +68,6 @@ class InboundMessage:
     data: bytes
     message_id: str
     publish_time: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Size limits: a row must fit one insertAll request, a bad row one Pub/Sub message."""
-
-    max_row_bytes: int = BIGQUERY_REQUEST_BYTES
-    max_bad_row_bytes: int = 6_900_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +143,14 @@ class _Sorted(NamedTuple):
     bad_by_code: Counter[str]
 
 
+class _Refused(NamedTuple):
+    """The table's refusals, split by where each goes."""
+
+    failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
+    payloads: list[bytes]
+    bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
+
+
 class PreparedBatch(NamedTuple):
     """A batch transformed and sorted by ``BatchProcessor.prepare``, not yet written."""
 
@@ -172,8 +179,7 @@ class BatchProcessor:
         self._to = destinations
         self._tracker = tracker
         self._clock = clock
-        self._processor = processor
-        self._limits = limits or Limits()
+        self._sizes = SizeChecks(limits or Limits(), processor)
 
     def process(self, messages: Sequence[InboundMessage]) -> BatchOutcome:
         """Route every message to the table, failedInserts or badRows; return the counts.
@@ -207,11 +213,12 @@ class BatchProcessor:
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()
         published += self._publish_implicated_types(batch.goods, failures, inserted_at)
-        if failures:
-            self._to.failed_inserts.publish([encode_failed_insert(f.row.data) for f in failures])
-        if batch.bad_rows:
-            self._to.bad_rows.publish(batch.bad_rows)
-        outcome = self._outcome(messages, batch, failures, published, started, inserted_at)
+        refused = self._refused(batch.goods, failures, started)
+        if refused.payloads:
+            self._to.failed_inserts.publish(refused.payloads)
+        if batch.bad_rows or refused.bad_rows:
+            self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
+        outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
         _check_accounts(outcome)
         return outcome
 
@@ -222,13 +229,14 @@ class BatchProcessor:
         for message in messages:
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
-                oversized = self._oversized_row(result, message.data, now)
+                oversized = self._sizes.oversized_row(result, message.data, now)
                 if oversized is None:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
-            bad_rows.append(self._bad_row_json(result, message.data, now))
-            codes[str(result.code)] += 1
+            encoded, code = self._sizes.bad_row(result, message.data, now)
+            bad_rows.append(encoded)
+            codes[code] += 1
         return _Sorted(goods, bad_rows, codes)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
@@ -238,32 +246,20 @@ class BatchProcessor:
             parsed = parse_bytes(data)  # not UTF-8: the parser's own bad row
             return self._builder.build(parsed) if isinstance(parsed, EnrichedEvent) else parsed
 
-    def _oversized_row(
-        self, row: TransformedRow, line: bytes, now: datetime
-    ) -> SizeViolationRow | None:
-        limit = self._limits.max_row_bytes
-        if len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 < limit:
-            return None
-        size = encoded_row_size(row)
-        if size <= limit:
-            return None
-        expectation = (
-            f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
-        )
-        return SizeViolationRow.for_payload(
-            line, self._limits.max_bad_row_bytes, expectation, _iso(now), self._processor
-        )
-
-    def _bad_row_json(self, bad: BadRow, line: bytes, now: datetime) -> bytes:
-        encoded = bad.to_json(self._processor)
-        limit = self._limits.max_bad_row_bytes
-        if len(encoded) <= limit:
-            return encoded
-        expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
-        violation = SizeViolationRow.for_payload(
-            line, limit, expectation, _iso(now), self._processor
-        )
-        return violation.to_json(self._processor)
+    def _refused(
+        self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
+    ) -> _Refused:
+        """Encode the failed inserts; one too big for a Pub/Sub message becomes a bad row."""
+        refused = _Refused([], [], [])
+        lines = {id(good.row): good.message.data for good in goods} if failures else {}
+        for failure in failures:
+            payload, code = self._sizes.failed_insert(failure, lines.get(id(failure.row), b""), now)
+            if code is None:
+                refused.failed.append(failure)
+                refused.payloads.append(payload)
+            else:
+                refused.bad_rows.append(payload)
+        return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
         types = _distinct_types(good.types for good in goods)
@@ -294,21 +290,25 @@ class BatchProcessor:
         messages: Sequence[InboundMessage],
         batch: _Sorted,
         failures: Sequence[InsertFailure],
+        refused: _Refused,
         types_published: int,
         started: datetime,
         inserted_at: datetime,
     ) -> BatchOutcome:
-        refused = {id(failure.row) for failure in failures}
-        landed = [good for good in batch.goods if id(good.row) not in refused]
+        not_landed = {id(failure.row) for failure in failures}
+        landed = [good for good in batch.goods if id(good.row) not in not_landed]
+        bad_by_code = Counter(batch.bad_by_code)
+        if refused.bad_rows:
+            bad_by_code[str(FailureCode.SIZE_ROW)] += len(refused.bad_rows)
         return BatchOutcome(
             events_in=len(messages),
             good=len(landed),
-            bad=len(batch.bad_rows),
-            failed=len(failures),
+            bad=len(batch.bad_rows) + len(refused.bad_rows),
+            failed=len(refused.failed),
             types_published=types_published,
             duration_s=(self._clock.now() - started).total_seconds(),
-            bad_by_code=dict(batch.bad_by_code),
-            failed_by_reason=dict(Counter(str(f.reason) for f in failures)),
+            bad_by_code=dict(bad_by_code),
+            failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
         )
@@ -353,12 +353,3 @@ def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[
 
 def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def encoded_row_size(row: TransformedRow) -> int:
-    """Return the bytes ``row`` takes in an insertAll request (as the size check counts)."""
-    return len(orjson.dumps(row.data)) + len(row.event_id.encode()) + _ROW_OVERHEAD

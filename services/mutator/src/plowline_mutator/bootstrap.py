@@ -20,6 +20,7 @@ from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
+from plowline_core.grants import Grant, ResourceKind
 from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.resolver import Resolver
 
@@ -27,6 +28,12 @@ from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from plowline_mutator.settings import MutatorSettings
+
+GRANTS: tuple[Grant, ...] = (
+    Grant("roles/pubsub.subscriber", ResourceKind.SUBSCRIPTION, "typesSubscription"),
+    Grant("roles/bigquery.dataEditor", ResourceKind.DATASET, "datasetId"),
+)
+"""What the mutator's clients need (``plowline_core.grants``; deploy/GKE.md grants these)."""
 
 
 @dataclass

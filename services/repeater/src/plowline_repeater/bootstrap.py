@@ -33,6 +33,7 @@ from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
+from plowline_core.grants import Grant, ResourceKind
 from plowline_core.pipeline_config import PipelineConfig
 
 from plowline_repeater.metrics import RepeaterMetrics
@@ -52,6 +53,17 @@ from plowline_repeater.settings import EmulatorSettings, RepeaterSettings, Repla
 ARTIFACT = "plowline-repeater"
 _TICK_SECONDS = 0.5
 _log = structlog.get_logger(__name__)
+
+
+GRANTS: tuple[Grant, ...] = (
+    Grant("roles/pubsub.subscriber", ResourceKind.SUBSCRIPTION, "--failedInsertsSub"),
+    Grant("roles/bigquery.dataEditor", ResourceKind.DATASET, "datasetId"),
+    Grant("roles/storage.objectCreator", ResourceKind.BUCKET, "--deadEndBucket"),
+)
+"""What ``plowline-repeater run`` needs (``plowline_core.grants``; deploy/GKE.md grants these).
+
+``replay`` is an operator's command, run with the operator's own credentials.
+"""
 
 
 def repeater_version() -> str:
@@ -107,7 +119,9 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.backoff_period + options.window + 600),
     )
-    health = start_health_server(settings.port, registry, lambda: subscriber.running)
+    health = start_health_server(
+        settings.port, registry, lambda: subscriber.running and repeater.ready
+    )
     stop = _stop_event()
     subscriber.start(repeater.receive)
     _log.info(

@@ -6,8 +6,7 @@
 (``--config=$B64_HOCON --resolver=… --bufferSize=20 --timeout=20 --backoffPeriod=900``,
 subscription and bucket read from ``repeater.input`` and ``repeater.output.deadLetters``).
 
-Exit codes: 0 done (or stopped cleanly by SIGTERM), 1 a dependency failed (retry later),
-2 usage or configuration error.
+Exit codes: see :mod:`plowline_repeater.exit_status` (0 done, 1 a dependency failed, 2 usage).
 """
 
 from __future__ import annotations
@@ -18,16 +17,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from plowline_cloud.command_line import with_default_command
-from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
 
-EXIT_OK = 0
-EXIT_UNAVAILABLE = 1
-EXIT_USAGE = 2
+from plowline_repeater.exit_status import EXIT_USAGE, guarded
 
 _RUN_EPILOG = """\
 A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
-the row needs, or once etl_tstamp + backoffPeriod has passed, whichever comes first. While
+the row needs, or once backoffPeriod has passed since the failure was first seen (the
+failed-inserts message's publish time), whichever comes first. Snowplow counts the backoff
+from etl_tstamp instead, which dead-ends old events (backfills, replays, a pipeline catching
+up) at their first refusal; plowline gives every failure the whole backoff on purpose. While
 it waits its message stays leased (never acked, never redelivered in a loop). A row still
 refused after the backoff, or a message that is not a failed-insert row, becomes a
 loader_recovery_error bad row in the dead-end bucket:
@@ -89,7 +88,8 @@ def _add_run(commands: Any) -> None:
         dest="backoff_period",
         type=float,
         metavar="SECONDS",
-        help="retry a row regardless this long after its etl_tstamp (default 900)",
+        help="retry a row regardless this long after its insert first failed, i.e. after the "
+        "failed-inserts message was published; Snowplow counts from etl_tstamp (default 900)",
     )
     run.add_argument(
         "--bufferSize",
@@ -151,18 +151,6 @@ def _run(args: dict[str, Any]) -> int:
         return EXIT_USAGE
     configure_logging("repeater", "DEBUG" if settings.verbose else "INFO", settings.log_json)
     return guarded("plowline-repeater", lambda: run(settings, endpoints))
-
-
-def guarded(prog: str, command: Callable[[], int]) -> int:
-    """Run a command, turning plowline errors into a message and an exit code."""
-    try:
-        return command()
-    except ConfigError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except PlowlineError as error:
-        print(f"{prog}: {error}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
 
 
 if __name__ == "__main__":

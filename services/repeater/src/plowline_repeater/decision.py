@@ -1,9 +1,13 @@
 """When to re-insert a failed insert: as soon as it fits, or once its backoff has passed.
 
 Notes:
-    Pure: the table's fields and ``now`` are passed in. The rule (DESIGN.md, decision 3):
+    Pure: the table's fields and ``now`` are passed in. The backoff is counted from when the
+    failure was first seen (the failed-insert message's Pub/Sub publish time), not from the
+    event's ``etl_tstamp`` as Snowplow does: an event enriched long ago (a backfill, a replay,
+    a pipeline catching up) still gets the whole backoff for the mutator to add its columns.
+    The rule (DESIGN.md, decision 3), with ``until = first seen + backoff``:
 
-    1. The last attempt was made at or after ``etl_tstamp + backoff`` and failed → dead end.
+    1. The last attempt was made at or after ``until`` and failed → dead end.
     2. The backoff has passed → insert (one last attempt, whatever the schema says).
     3. The table lacks a field the row names → wait (for the mutator) until the backoff.
     4. The row fits and was never refused for its values → insert now.
@@ -56,20 +60,19 @@ class DeadEnd:
 Decision = Insert | Wait | DeadEnd
 
 
-def deadline(failed: FailedInsert, backoff: float) -> datetime:
-    """Return when the backoff of a failed insert has passed."""
-    return failed.etl_tstamp + timedelta(seconds=backoff)
+def deadline(first_seen: datetime, backoff: float) -> datetime:
+    """Return when the backoff of a failure first seen at ``first_seen`` has passed."""
+    return first_seen + timedelta(seconds=backoff)
 
 
 def decide(
     failed: FailedInsert,
     table_fields: tuple[Field, ...],
     now: datetime,
-    backoff: float,
+    until: datetime,
     last: Attempt | None = None,
 ) -> Decision:
-    """Return what to do with a failed insert now (see the module docstring for the rule)."""
-    until = deadline(failed, backoff)
+    """Return what to do with a failed insert now, its backoff ending at ``until`` (see above)."""
     if last is not None and last.at >= until and last.failure.reason is not InsertReason.STOPPED:
         return DeadEnd(last.failure)
     if now >= until:

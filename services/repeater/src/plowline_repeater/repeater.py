@@ -14,13 +14,22 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 from plowline_core.badrows import Processor, RecoveryErrorRow
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import PlowlineError
 from plowline_core.messages import FailedInsert, MessageError, decode_failed_insert
-from plowline_core.ports import BlobStore, Clock, ReceivedMessage, Row, RowSink, TableSchemaStore
+from plowline_core.ports import (
+    BlobStore,
+    Clock,
+    ReceivedMessage,
+    Row,
+    RowSink,
+    TableSchemaStore,
+    TimedMessage,
+)
 
 from plowline_repeater.dead_end import (
     DeadEndBuffer,
@@ -28,7 +37,7 @@ from plowline_repeater.dead_end import (
     parsing_error_row,
     runtime_error_row,
 )
-from plowline_repeater.decision import Attempt, DeadEnd, Insert, decide
+from plowline_repeater.decision import Attempt, DeadEnd, Insert, deadline, decide
 from plowline_repeater.metrics import RepeaterMetrics
 
 _log = structlog.get_logger(__name__)
@@ -38,6 +47,7 @@ _log = structlog.get_logger(__name__)
 class _Waiting:
     message: ReceivedMessage
     failed: FailedInsert
+    until: datetime  # first seen (the message's publish time) + backoff
     last: Attempt | None = None
 
 
@@ -73,7 +83,13 @@ class Repeater:
             options.buffer_size, options.window
         )
         self._closing = False
+        self._table_readable = True
         self.arrived = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        """Return False while the table's schema cannot be read (rows wait; nothing is lost)."""
+        return self._table_readable
 
     @property
     def waiting(self) -> int:
@@ -81,8 +97,13 @@ class Repeater:
         with self._lock:
             return len(self._waiting)
 
-    def receive(self, message: ReceivedMessage) -> None:
-        """Take one failed-insert message (decided on the next ``step``)."""
+    def receive(self, message: TimedMessage) -> None:
+        """Take one failed-insert message (decided on the next ``step``).
+
+        Notes:
+            The backoff runs from the message's publish time, when the loader first saw the
+            insert fail; a redelivery carries the same time, so a restart does not reset it.
+        """
         decoded = decode_failed_insert(message.data)
         with self._lock:
             if self._closing:
@@ -91,7 +112,8 @@ class Repeater:
             if isinstance(decoded, MessageError):
                 self._bury(message, parsing_error_row(message.data, decoded))
             else:
-                self._waiting.append(_Waiting(message, decoded))
+                until = deadline(message.publish_time, self._options.backoff_period)
+                self._waiting.append(_Waiting(message, decoded, until))
                 self._metrics.waiting.set(len(self._waiting))
         self.arrived.set()
 
@@ -115,13 +137,24 @@ class Repeater:
         self._flush(force=True)
 
     def _settle(self, held: list[_Waiting]) -> None:
-        fields = self._schema.fields()
+        try:
+            fields = self._schema.fields()
+        except PlowlineError as error:
+            # However long BigQuery stays away, keep the rows leased and try again next step:
+            # exiting would only have them redelivered to a repeater that fails the same way.
+            if self._table_readable:
+                _log.error("table schema unreadable; rows wait", error=str(error))
+            self._table_readable = False
+            self._metrics.failures.labels("schema").inc()
+            return
+        if not self._table_readable:
+            _log.info("table schema readable again", waiting=len(held))
+        self._table_readable = True
         now = self._clock.now()
-        backoff = self._options.backoff_period
         to_insert: list[_Waiting] = []
         done: list[_Waiting] = []
         for item in held:
-            decision = decide(item.failed, fields, now, backoff, item.last)
+            decision = decide(item.failed, fields, now, item.until, item.last)
             if isinstance(decision, Insert):
                 to_insert.append(item)
             elif isinstance(decision, DeadEnd):
@@ -156,7 +189,7 @@ class Repeater:
                 settled.append(item)
                 continue
             item.last = Attempt(now, failure)
-            decision = decide(item.failed, (), now, self._options.backoff_period, item.last)
+            decision = decide(item.failed, (), now, item.until, item.last)
             if isinstance(decision, DeadEnd):
                 self._bury_insert(item, decision)
                 settled.append(item)

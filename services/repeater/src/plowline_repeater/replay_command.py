@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from plowline_repeater.exit_status import EXIT_USAGE, guarded
 from plowline_repeater.replay_plan import parse_moment
 
 _DESCRIPTION = """\
@@ -134,7 +135,6 @@ def register(commands: Any) -> None:
 
 def _handle(args: dict[str, Any]) -> int:
     from plowline_repeater.bootstrap import replay
-    from plowline_repeater.cli import EXIT_USAGE, guarded
     from plowline_repeater.settings import EmulatorSettings, ReplaySettings
 
     since, until = args.get("since"), args.get("until")

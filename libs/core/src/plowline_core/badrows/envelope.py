@@ -1,9 +1,8 @@
 """The self-describing envelope of a bad row: who made it, encoding, and reading it back.
 
 Notes:
-    Pure. Encoding is compact JSON via orjson. Text that is not valid Unicode (lone
-    surrogates, possible only in a ``str`` built in memory) is written with U+FFFD in their
-    place rather than failing: a bad row must always be writable.
+    Pure. Encoding is ``plowline_core.badrows.encoding.dumps``: compact JSON that never
+    fails, whatever the payload holds (depth, lone surrogates, huge integers: see there).
 """
 
 from __future__ import annotations
@@ -14,7 +13,17 @@ from typing import Any
 
 import orjson
 
+from plowline_core.badrows.encoding import dumps
 from plowline_core.iglu.key import SchemaKey
+
+__all__ = [
+    "BADROWS_VENDOR",
+    "Processor",
+    "badrow_key",
+    "dumps",
+    "parse_bad_row",
+    "self_describing",
+]
 
 BADROWS_VENDOR = "com.snowplowanalytics.snowplow.badrows"
 """The Iglu vendor of every Snowplow bad-row schema."""
@@ -45,24 +54,6 @@ def self_describing(
         "schema": schema.to_uri(),
         "data": {"processor": processor.to_dict(), "failure": failure, "payload": payload},
     }
-
-
-def dumps(document: Any) -> bytes:
-    """Encode ``document`` as compact JSON, replacing text that is not valid Unicode."""
-    try:
-        return orjson.dumps(document)
-    except orjson.JSONEncodeError:
-        return orjson.dumps(_scrub(document))
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, Mapping):
-        return {_scrub(key): _scrub(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(item) for item in value]
-    return value
 
 
 def parse_bad_row(data: bytes) -> tuple[SchemaKey, Mapping[str, Any]] | None:

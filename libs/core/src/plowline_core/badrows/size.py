@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import orjson
+
 from plowline_core.badrows.codes import FailureCode
 from plowline_core.badrows.envelope import Processor, badrow_key, dumps, self_describing
 from plowline_core.iglu.key import SchemaKey
 
 _EXPECTATION_MAX = 256
+_LONGEST_ESCAPE = 6  # bytes of the longest encoded character (\u001f)
 _SIZE_MAX = 1_073_741_824
 # The largest processor the bad-row schemas allow (ASCII): artifact <= 512, version <= 32.
 _WIDEST_PROCESSOR = Processor("a" * 512, "0" * 32)
@@ -81,22 +84,24 @@ class SizeViolationRow:
         return dumps(self.to_dict(processor))
 
 
-def _encoded_size(text: str) -> int:
-    return len(dumps(text)) - 2  # without the surrounding quotes
-
-
 def _longest_prefix(text: str, budget: int) -> str:
-    """Return the longest prefix of ``text`` whose JSON string body takes at most ``budget`` bytes."""
+    """Return the longest prefix of ``text`` whose JSON string body takes at most ``budget`` bytes.
+
+    Notes:
+        One encoding and one decoding, whatever the size: JSON escapes each character on
+        its own, so a prefix's body is a prefix of the whole body; the longest one of at
+        most ``budget`` bytes that does not cut a character or an escape (at most 6 bytes)
+        decodes, and is the answer.
+    """
     if budget <= 0:
         return ""
-    if _encoded_size(text) <= budget:
+    body = dumps(text)[1:-1]
+    if len(body) <= budget:
         return text
-    # Every character takes at least one byte, so no more than ``budget`` of them fit.
-    low, high = 0, min(len(text), budget)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _encoded_size(text[:middle]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low]
+    for end in range(budget, max(budget - _LONGEST_ESCAPE, 0), -1):
+        try:
+            prefix: str = orjson.loads(b'"' + body[:end] + b'"')
+        except orjson.JSONDecodeError:
+            continue  # the cut splits a character or an escape
+        return prefix
+    return ""

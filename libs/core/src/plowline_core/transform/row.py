@@ -25,7 +25,9 @@ Notes:
     compiled). Any irregularity — an invalid or unusual value, an unknown or new schema, a
     cast problem, any exception — sends the line down the careful path (``parse`` then
     ``build``), which makes the exact bad row; so a row from the fused path is always the
-    careful path's row, byte for byte.
+    careful path's row, byte for byte. An entity field with more than ``MAX_NESTING``
+    brackets is parsed by ``event.entities.parse_json``, which refuses one nested too
+    deep in a few microseconds whatever its size (it raises: the careful path explains).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from typing import Any, NamedTuple
 import orjson
 
 from plowline_core.badrows import BadRow, IgluErrorRow, RuntimeErrorRow
+from plowline_core.badrows.encoding import dumps
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.event.atomic import decode_valid_line
+from plowline_core.event.entities import may_nest_too_deep, parse_json
 from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.event.json import event_payload
 from plowline_core.event.model import EnrichedEvent
@@ -78,8 +82,13 @@ class TransformedRow(NamedTuple):
     types: frozenset[EntityType]
 
     def to_json(self) -> bytes:
-        """Return the row as compact JSON (the insertAll ``json`` object)."""
-        return orjson.dumps(self.data)
+        """Return the row as compact JSON (the insertAll ``json`` object); never raises.
+
+        Notes:
+            Text that is not valid Unicode (a lone surrogate, possible only in a ``str``
+            line built in memory) is written as U+FFFD (``badrows.encoding``).
+        """
+        return dumps(self.data, max_depth=None)
 
 
 class _Plan(NamedTuple):
@@ -236,7 +245,7 @@ class RowBuilder:
             seen |= bits
         if unstruct:
             # Subscripts, not checks: anything irregular raises, and the careful path decides.
-            document = _loads(unstruct)
+            document = parse_json(unstruct) if may_nest_too_deep(unstruct) else _loads(unstruct)
             entity = document["data"]
             if document["schema"] not in _UNSTRUCT_ENVELOPES or type(entity) is not dict:
                 return None
@@ -287,7 +296,7 @@ def _fused_contexts(
         Exception: any (KeyError, TypeError…) where the JSON is not as enrich writes it: the
             subscripts below stand for the checks of a self-describing envelope and entity.
     """
-    document = _loads(text)
+    document = parse_json(text) if may_nest_too_deep(text) else _loads(text)
     entities = document["data"]
     if document["schema"] not in _CONTEXTS_ENVELOPES or type(entities) is not list:
         return -1

@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, date, datetime
 from typing import Any
 
-import orjson
-
+from plowline_core.badrows.encoding import dumps
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.field import FieldType
 from plowline_core.transform.problems import Caster, CastError, WrongType
@@ -35,11 +33,13 @@ _STRING, _BOOLEAN, _INTEGER, _TIMESTAMP, _DATE = (
 
 
 def compact_json(value: Any) -> str:
-    """Return compact JSON text, as circe's ``noSpaces`` prints it."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # ints beyond 64 bits: orjson refuses them, the stdlib does not
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Return compact JSON text, as circe's ``noSpaces`` prints it.
+
+    Notes:
+        Total: at any depth, integers beyond 64 bits exact (orjson refuses both), see
+        ``plowline_core.badrows.encoding``.
+    """
+    return dumps(value, max_depth=None).decode()
 
 
 def _wrong(expected: FieldType) -> Caster:

@@ -1,6 +1,7 @@
 """plowline's Pub/Sub emulator: a gRPC server the unmodified google-cloud-pubsub client talks to.
 
-Run it with ``python -m plowline_devstack.pubsub --host 127.0.0.1 --port 8085 [--data-dir DIR]``
+Run it with ``python -m plowline_devstack.pubsub --host 127.0.0.1 --port 8085 [--data-dir DIR]
+[--faults FILE]``
 and point clients at it with ``PUBSUB_EMULATOR_HOST=127.0.0.1:8085`` (no scheme), or in-process::
 
     emulator = PubSubEmulator("127.0.0.1", 0)   # port 0 picks a free port
@@ -25,6 +26,11 @@ Implemented (``google.pubsub.v1``):
   Delivery attempts are always counted, reported in ``delivery_attempt`` only when the
   subscription has a dead-letter policy (as the real service does).
 - Only messages published after a subscription exists reach it.
+- Publish limits as the real service has them, always on (:mod:`.limits`): at most 1,000
+  messages and 10 MB (10,485,760 bytes) per request, else INVALID_ARGUMENT.
+- Faults on demand, off by default (:mod:`.faults`; file format and catalogue in
+  :mod:`plowline_devstack.faults`): late-ack-redelivery, duplicate-delivery,
+  out-of-order-delivery, streaming-pull-unavailable.
 - Errors as the real service words them: ALREADY_EXISTS, NOT_FOUND
   (``Resource not found (resource=<id>).``), INVALID_ARGUMENT for malformed names,
   deadlines and empty messages.

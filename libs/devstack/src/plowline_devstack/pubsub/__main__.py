@@ -1,4 +1,4 @@
-"""Command line: ``python -m plowline_devstack.pubsub --host H --port P [--data-dir DIR]``."""
+"""Command line: ``python -m plowline_devstack.pubsub --host H --port P [--data-dir DIR] [--faults FILE]``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import threading
 from pathlib import Path
 
 import structlog
+from plowline_core.errors import ConfigError
 
+from plowline_devstack.faults import load_faults
+from plowline_devstack.pubsub.faults import PubSubFaults
 from plowline_devstack.pubsub.server import PubSubEmulator
 
 _LEVELS = ("debug", "info", "warning", "error")
@@ -43,6 +46,15 @@ def _parser() -> argparse.ArgumentParser:
         "(default: in memory only)",
     )
     parser.add_argument(
+        "--faults",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="fault file (TOML or JSON) whose [pubsub] faults this emulator injects, e.g. "
+        "duplicate-delivery or streaming-pull-unavailable; format and catalogue in "
+        "plowline_devstack.faults (default: no faults)",
+    )
+    parser.add_argument(
         "--log-level", choices=_LEVELS, default="info", help="log threshold (default: %(default)s)"
     )
     return parser
@@ -68,7 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    emulator = PubSubEmulator(args.host, args.port, data_dir=args.data_dir)
+    try:
+        plan = load_faults(args.faults)
+    except ConfigError as error:
+        print(f"python -m plowline_devstack.pubsub: {error}", file=sys.stderr)
+        return 2
+    faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
+    emulator = PubSubEmulator(args.host, args.port, data_dir=args.data_dir, faults=faults)
     try:
         emulator.start()
     except OSError as error:

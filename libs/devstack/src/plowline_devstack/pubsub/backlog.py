@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
+
 # Process-wide, so ack ids never repeat across subscriptions or restarts.
 _ACK_PREFIX = secrets.token_hex(4)
 _ACK_COUNTER = itertools.count(1)
@@ -31,6 +33,7 @@ class Entry:
     message: Any  # google.pubsub.v1.PubsubMessage (raw protobuf), shared, never mutated
     size: int
     attempts: int = 0
+    held_back: bool = False  # the out-of-order fault moved it behind later messages once
 
 
 @dataclass(slots=True)
@@ -71,9 +74,11 @@ class Backlog:
     name: str
     max_attempts: int = 0  # > 0 when a dead-letter policy forwards after that many
     clock: Callable[[], float] = time.monotonic
+    faults: PubSubFaults = NO_FAULTS
     deleted: bool = False
     _pending: deque[Entry] = field(default_factory=deque)
     _retry: deque[Entry] = field(default_factory=deque)
+    _again: deque[Entry] = field(default_factory=deque)  # duplicate deliveries, sent next pull
     _leases: dict[str, _Lease] = field(default_factory=dict)
     _expiry: list[tuple[float, str]] = field(default_factory=list)
     _dead: list[Entry] = field(default_factory=list)
@@ -114,10 +119,14 @@ class Backlog:
         with self.cond:
             for ack_id in ack_ids:
                 lease = self._leases.pop(ack_id, None)
-                if lease is not None:
-                    self._release(lease)
+                if lease is None:
+                    continue
+                self._release(lease)
+                if self.faults.active and self.faults.ack_arrives_late():
+                    self._retry.append(lease.entry)  # answered OK, yet delivered again
+                else:
                     done.append(lease.entry)
-            if done:
+            if done or self.faults.active:
                 self._compact()
                 self.cond.notify_all()
         return done
@@ -151,6 +160,7 @@ class Backlog:
             self.deleted = True
             self._pending.clear()
             self._retry.clear()
+            self._again.clear()
             self._leases.clear()
             self.cond.notify_all()
 
@@ -163,7 +173,7 @@ class Backlog:
     def backlog_size(self) -> int:
         """Return how many messages are waiting or leased."""
         with self.cond:
-            return len(self._pending) + len(self._retry) + len(self._leases)
+            return len(self._pending) + len(self._retry) + len(self._again) + len(self._leases)
 
     def _take(
         self, now: float, limit: int, deadline_s: float, holder: Holder | None, max_bytes: int
@@ -174,6 +184,8 @@ class Backlog:
         batch: list[Delivery] = []
         if room <= 0 or room_bytes <= 0:
             return batch
+        self._retry.extend(self._again)
+        self._again.clear()
         size = 0
         deadline = now + deadline_s
         while len(batch) < room:
@@ -185,6 +197,8 @@ class Backlog:
             if batch and size + entry.size > room_bytes:
                 break
             source.popleft()
+            if self.faults.active and source is self._pending and self._hold_back(entry):
+                continue
             if self.max_attempts and entry.attempts >= self.max_attempts:
                 self._dead.append(entry)
                 continue
@@ -194,10 +208,20 @@ class Backlog:
             self._leases[ack_id] = _Lease(entry, deadline, holder)
             heapq.heappush(self._expiry, (deadline, ack_id))
             batch.append(Delivery(ack_id, entry))
+            if self.faults.active and self.faults.delivered_twice():
+                self._again.append(Entry(entry.message, entry.size, entry.attempts))
         if holder is not None:
             holder.messages += len(batch)
             holder.bytes += size
         return batch
+
+    def _hold_back(self, entry: Entry) -> bool:
+        """Move ``entry`` behind the messages published after it, when the fault says so."""
+        if entry.held_back or entry.message.ordering_key or not self.faults.held_back():
+            return False
+        entry.held_back = True
+        self._pending.append(entry)
+        return True
 
     def _expire(self, now: float) -> None:
         expiry = self._expiry

@@ -20,6 +20,7 @@ from google.pubsub_v1 import types
 
 from plowline_devstack.pubsub import names
 from plowline_devstack.pubsub.backlog import Backlog, Delivery, Entry, Holder
+from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.journal import Journal, NullJournal
 from plowline_devstack.pubsub.status import StatusError
 
@@ -54,10 +55,14 @@ class Broker:
     """Hold topics and subscriptions; publish, pull, ack and modack messages."""
 
     def __init__(
-        self, journal: Journal | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        journal: Journal | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        faults: PubSubFaults = NO_FAULTS,
     ) -> None:
         self._journal: Journal = journal or NullJournal()
         self._clock = clock
+        self.faults = faults
         self._lock = threading.Lock()
         self._topics: dict[str, Any] = {}
         self._subs: dict[str, Any] = {}
@@ -275,7 +280,9 @@ class Broker:
         if sub.HasField("dead_letter_policy"):
             attempts = sub.dead_letter_policy.max_delivery_attempts or _DEFAULT_MAX_ATTEMPTS
         self._subs[sub.name] = sub
-        self._backlogs[sub.name] = Backlog(sub.name, max_attempts=attempts, clock=self._clock)
+        self._backlogs[sub.name] = Backlog(
+            sub.name, max_attempts=attempts, clock=self._clock, faults=self.faults
+        )
         self._rebuild_fanout()
 
     def _rebuild_fanout(self) -> None:

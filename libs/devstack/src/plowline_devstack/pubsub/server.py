@@ -13,6 +13,7 @@ from google.pubsub_v1 import PublisherClient
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
 from plowline_devstack.pubsub.broker import Broker
+from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.journal import Journal, NullJournal, SqliteJournal
 from plowline_devstack.pubsub.service import PubSubService
 
@@ -27,14 +28,24 @@ _OPTIONS = [
 
 
 class PubSubEmulator:
-    """A Pub/Sub emulator on ``host:port``, in memory or persisted under ``data_dir``."""
+    """A Pub/Sub emulator on ``host:port``, in memory or persisted under ``data_dir``.
+
+    Notes:
+        ``faults`` (default none) makes it fail as the real service can; see
+        :mod:`plowline_devstack.pubsub.faults`.
+    """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, data_dir: Path | str | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        data_dir: Path | str | None = None,
+        faults: PubSubFaults = NO_FAULTS,
     ) -> None:
         self.host = host
         self.port = port
         self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.faults = faults
         self._server: grpc.Server | None = None
         self._broker: Broker | None = None
 
@@ -46,7 +57,7 @@ class PubSubEmulator:
     def start(self) -> int:
         """Bind and start serving; return the bound port (port 0 picks a free one)."""
         journal: Journal = SqliteJournal(self.data_dir) if self.data_dir else NullJournal()
-        self._broker = Broker(journal)
+        self._broker = Broker(journal, faults=self.faults)
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="pubsub-rpc"),
             handlers=PubSubService(self._broker).handlers(),
@@ -65,6 +76,7 @@ class PubSubEmulator:
             host=self.host,
             port=bound,
             data_dir=str(self.data_dir) if self.data_dir else None,
+            faults=list(self.faults.names),
         )
         return bound
 

@@ -17,7 +17,7 @@ import structlog
 from google.protobuf import empty_pb2
 from google.pubsub_v1 import types
 
-from plowline_devstack.pubsub import names, streaming
+from plowline_devstack.pubsub import limits, names, streaming
 from plowline_devstack.pubsub.broker import Broker
 from plowline_devstack.pubsub.status import StatusError
 
@@ -126,7 +126,8 @@ class PubSubService:
         return empty_pb2.Empty()
 
     def publish(self, request: Any, context: grpc.ServicerContext) -> Any:
-        """Publish messages; one id per message, in request order."""
+        """Publish messages; one id per message, in request order (within Pub/Sub's limits)."""
+        limits.check_publish(request)
         ids = self.broker.publish(request.topic, request.messages)
         return _pb(types.PublishResponse)(message_ids=ids)
 

@@ -11,6 +11,7 @@ Notes:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from google.pubsub_v1 import types
 from plowline_devstack.pubsub import names
 from plowline_devstack.pubsub.backlog import Backlog, Delivery, Holder
 from plowline_devstack.pubsub.broker import MAX_ACK_DEADLINE, MIN_ACK_DEADLINE, Broker
+from plowline_devstack.pubsub.faults import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub.status import StatusError
 
 StreamingPullResponsePb: Any = types.StreamingPullResponse.pb()
@@ -45,6 +47,7 @@ class _Stream:
 
     def __init__(self, broker: Broker, backlog: Backlog, first: Any) -> None:
         self.broker = broker
+        self.opened = time.monotonic()
         self.backlog = backlog
         self.subscription = backlog.name
         self.deadline = _stream_deadline(first.stream_ack_deadline_seconds)
@@ -132,12 +135,16 @@ def streaming_pull(
 
 
 def _respond(broker: Broker, stream: _Stream, properties: Any, attempts: bool) -> Iterator[Any]:
+    lifetime = broker.faults.stream_lifetime
     while not stream.closed:
+        wait = _IDLE_WAIT
+        if lifetime is not None:
+            wait = max(0.0, min(wait, stream.opened + lifetime - time.monotonic()))
         batch = broker.pull(
             stream.subscription,
             _BATCH,
             stream.deadline,
-            _IDLE_WAIT,
+            wait,
             stream.holder,
             lambda: stream.closed,
         )
@@ -147,7 +154,18 @@ def _respond(broker: Broker, stream: _Stream, properties: Any, attempts: bool) -
             # Leased after the client left: hand them back now rather than at the deadline.
             stream.backlog.modify([d.ack_id for d in batch], 0)
             return
+        if _breaks(broker, stream, lifetime, bool(batch)):
+            # Fault: end the stream as the service does; what was not sent is handed back.
+            stream.backlog.modify([d.ack_id for d in batch], 0)
+            raise StatusError(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
         if batch:
             response = StreamingPullResponsePb(subscription_properties=properties)
             fill(response.received_messages, batch, attempts)
             yield response
+
+
+def _breaks(broker: Broker, stream: _Stream, lifetime: float | None, responding: bool) -> bool:
+    """Return True when a fault ends the stream now (its lifetime is up, or a response's draw)."""
+    if lifetime is not None and time.monotonic() - stream.opened >= lifetime:
+        return True
+    return responding and broker.faults.stream_breaks()

@@ -1,0 +1,219 @@
+"""The catalogue of faults the local stack can inject on demand, and the file that turns them on.
+
+The stand-ins are kinder than Google: they never redeliver on their own, never drop a
+stream, never lose a response. A fault file makes them fail the way the real services
+do, so a test (or ``plowline dev up --faults FILE``) can show that plowline loses and
+duplicates nothing when they do. Every fault is off unless the file names it, and each
+is named after the real behaviour it reproduces (facts and sources: LOCAL_STACK.md,
+"How Google really fails").
+
+The file is TOML (``*.toml``) or JSON (any other suffix): an optional ``seed`` and one
+table per stand-in (``pubsub``, later ``bigquery`` and ``storage``) holding one entry per
+fault, each with its parameters; a parameter left out takes its default::
+
+    seed = 7                                  # every fault draws from its own seeded generator
+
+    [pubsub.late-ack-redelivery]              # an ack "may succeed, but the message may be redelivered"
+    rate = 0.01                               # share of acks that arrive too late to count
+
+    [pubsub.duplicate-delivery]               # at-least-once: a message delivered twice
+    rate = 0.01                               # share of deliveries that are sent again
+
+    [pubsub.out-of-order-delivery]            # no ordering without ordering keys
+    rate = 0.05                               # share of messages held back behind later ones
+
+    [pubsub.streaming-pull-unavailable]       # the service closes a StreamingPull with UNAVAILABLE
+    rate = 0.001                              # share of responses replaced by the error
+    after_seconds = 30                        # and/or close every stream this long after it opened (0 = never)
+
+The same in JSON: ``{"seed": 7, "pubsub": {"duplicate-delivery": {"rate": 0.01}}}``.
+
+Adding a fault: add a :class:`FaultSpec` to :data:`CATALOGUE` (stand-in, name, what the
+real service does, parameters), implement it in that stand-in (it receives
+``FaultPlan.for_server(stand_in)``), and add a test that shows it through the official
+client. Always-on corrections (request limits, validation) are not faults: they belong
+to the stand-in itself, like the BigQuery corrections in ``bigquery/corrections.py``.
+
+Notes:
+    Parsing is strict: an unknown stand-in, fault or parameter, or a value out of range,
+    is a ConfigError that lists what is known, so a typo never silently turns a fault off.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plowline_core.errors import ConfigError
+
+Params = Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One numeric parameter of a fault: its default and its allowed range (inclusive)."""
+
+    default: float
+    low: float = 0.0
+    high: float = 1.0
+    meaning: str = ""
+
+
+def _rate(of_what: str) -> Param:
+    return Param(0.0, 0.0, 1.0, f"share of {of_what}, 0 to 1")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    """One real failure a stand-in can reproduce."""
+
+    stand_in: str
+    name: str
+    reproduces: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+
+CATALOGUE: tuple[FaultSpec, ...] = (
+    FaultSpec(
+        "pubsub",
+        "late-ack-redelivery",
+        'an ack that reaches Pub/Sub after the ack deadline "may succeed, but the message may be '
+        'redelivered": the Acknowledge call answers OK and the message comes back',
+        {"rate": _rate("acks that arrive too late")},
+    ),
+    FaultSpec(
+        "pubsub",
+        "duplicate-delivery",
+        "at-least-once delivery: a message is delivered a second time under another ack id, "
+        "although the first delivery was acked in time",
+        {"rate": _rate("deliveries sent twice")},
+    ),
+    FaultSpec(
+        "pubsub",
+        "out-of-order-delivery",
+        "without ordering keys Pub/Sub keeps no order: a message is delivered after messages "
+        "published later",
+        {"rate": _rate("messages held back")},
+    ),
+    FaultSpec(
+        "pubsub",
+        "streaming-pull-unavailable",
+        "the service closes a StreamingPull stream with UNAVAILABLE at any time; the client "
+        "must reopen it (messages leased on it stay leased and can still be acked)",
+        {
+            "rate": _rate("responses replaced by UNAVAILABLE"),
+            "after_seconds": Param(
+                0.0, 0.0, 86400.0, "seconds after which every stream ends, 0 = never"
+            ),
+        },
+    ),
+)
+"""Every fault, by stand-in and name."""
+
+STAND_INS = ("pubsub", "bigquery", "storage")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPlan:
+    """The faults one run turns on: per stand-in, fault name → parameters (defaults filled in)."""
+
+    seed: int = 0
+    faults: Mapping[str, Mapping[str, Params]] = field(default_factory=dict)
+    source: Path | None = None
+
+    def for_server(self, stand_in: str) -> Mapping[str, Params]:
+        """Return the faults of one stand-in (empty: none on)."""
+        return self.faults.get(stand_in, {})
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the plan in the fault file's JSON form (``parse_faults`` reads it back)."""
+        out: dict[str, Any] = {"seed": self.seed}
+        for stand_in, on in self.faults.items():
+            out[stand_in] = {name: dict(params) for name, params in on.items()}
+        return out
+
+    def names(self) -> list[str]:
+        """Return ``stand-in.fault`` for every fault on, for logs and ``dev up``."""
+        return [f"{s}.{name}" for s, on in sorted(self.faults.items()) for name in sorted(on)]
+
+
+NO_FAULTS = FaultPlan()
+
+
+def _spec(stand_in: str, name: str) -> FaultSpec:
+    for spec in CATALOGUE:
+        if (spec.stand_in, spec.name) == (stand_in, name):
+            return spec
+    known = [s.name for s in CATALOGUE if s.stand_in == stand_in] or ["none yet"]
+    raise ConfigError(f"unknown {stand_in} fault {name!r}; known: {', '.join(known)}")
+
+
+def _params(spec: FaultSpec, raw: Any) -> dict[str, float]:
+    where = f"{spec.stand_in}.{spec.name}"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"fault {where} must be a table of parameters, got {raw!r}")
+    unknown = set(raw) - set(spec.params)
+    if unknown:
+        raise ConfigError(
+            f"fault {where}: unknown parameters {sorted(unknown)}; known: {sorted(spec.params)}"
+        )
+    values: dict[str, float] = {}
+    for key, param in spec.params.items():
+        value = raw.get(key, param.default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"fault {where}: {key} must be a number, got {value!r}")
+        if not param.low <= value <= param.high:
+            raise ConfigError(
+                f"fault {where}: {key} = {value} is outside {param.low:g}..{param.high:g}"
+            )
+        values[key] = float(value)
+    return values
+
+
+def parse_faults(data: Any, source: Path | None = None) -> FaultPlan:
+    """Validate the fault file's content (already decoded) and return the plan."""
+    if not isinstance(data, Mapping):
+        raise ConfigError("a fault file holds one object: seed and one table per stand-in")
+    unknown = set(data) - {"seed", *STAND_INS}
+    if unknown:
+        raise ConfigError(
+            f"unknown keys in the fault file: {sorted(unknown)}; known: seed, {', '.join(STAND_INS)}"
+        )
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    faults: dict[str, dict[str, Params]] = {}
+    for stand_in in STAND_INS:
+        section = data.get(stand_in, {})
+        if not isinstance(section, Mapping):
+            raise ConfigError(f"{stand_in} must be a table of faults, got {section!r}")
+        for name, raw in section.items():
+            faults.setdefault(stand_in, {})[name] = _params(_spec(stand_in, name), raw)
+    return FaultPlan(seed, faults, source)
+
+
+def load_faults(path: Path | None) -> FaultPlan:
+    """Read a fault file (TOML by suffix, else JSON); None means no faults."""
+    if path is None:
+        return NO_FAULTS
+    try:
+        text = path.read_text()
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read fault file {path}: {exc}") from exc
+    return parse_faults(data, path.resolve())
+
+
+def describe() -> str:
+    """Return the catalogue as text: one paragraph per fault with its parameters."""
+    lines = []
+    for spec in CATALOGUE:
+        params = ", ".join(
+            f"{key} (default {p.default:g}; {p.meaning})" for key, p in spec.params.items()
+        )
+        lines.append(f"{spec.stand_in}.{spec.name}: {spec.reproduces}. Parameters: {params}.")
+    return "\n".join(lines)

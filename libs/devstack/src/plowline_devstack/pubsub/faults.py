@@ -1,0 +1,69 @@
+"""The Pub/Sub faults of the catalogue (:mod:`plowline_devstack.faults`), as the broker draws them.
+
+Each answers one question the broker or a stream asks at the moment the real service could
+fail, with a yes drawn from the fault's own generator (seeded with the plan's seed and the
+fault's name, so a run with the same seed and the same traffic fails the same way):
+
+* ``late-ack-redelivery``: is this ack one that arrived after the deadline? Then the
+  Acknowledge call still answers OK, but the lease ends unacked and the message is
+  delivered again (Pub/Sub: a late ack "may succeed, but the message may be redelivered").
+* ``duplicate-delivery``: is this delivery sent twice? Then a copy is delivered on a later
+  pull under its own ack id; acking one copy does not settle the other.
+* ``out-of-order-delivery``: is this message held back? Then it goes behind the messages
+  published after it (once; messages with an ordering key keep their order).
+* ``streaming-pull-unavailable``: does the stream break now? Then the messages about to be
+  sent are handed back and the stream ends with UNAVAILABLE; the client reopens it.
+  ``after_seconds`` breaks every stream that long after it opened.
+
+Notes:
+    With no plan every answer is no and nothing is drawn: the kind emulator is unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from plowline_devstack.faults import Params
+
+LATE_ACK = "late-ack-redelivery"
+DUPLICATE = "duplicate-delivery"
+OUT_OF_ORDER = "out-of-order-delivery"
+UNAVAILABLE = "streaming-pull-unavailable"
+UNAVAILABLE_MESSAGE = "The service was unable to fulfill your request. Please try again."
+
+
+class PubSubFaults:
+    """Draw the Pub/Sub faults a plan turned on."""
+
+    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
+        plan = plan or {}
+        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
+        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
+        lifetime = float(plan.get(UNAVAILABLE, {}).get("after_seconds", 0.0))
+        self.stream_lifetime: float | None = lifetime or None
+        self.names = tuple(sorted(plan))
+        self.active = bool(plan)  # lets the hot paths skip every draw when none is on
+
+    def _draw(self, name: str) -> bool:
+        rate = self._rates.get(name, 0.0)
+        return rate > 0.0 and self._draws[name].random() < rate
+
+    def ack_arrives_late(self) -> bool:
+        """Return True when an ack is to count as arriving after the deadline."""
+        return self._draw(LATE_ACK)
+
+    def delivered_twice(self) -> bool:
+        """Return True when a delivery is to be sent again later."""
+        return self._draw(DUPLICATE)
+
+    def held_back(self) -> bool:
+        """Return True when a message is to go behind later ones."""
+        return self._draw(OUT_OF_ORDER)
+
+    def stream_breaks(self) -> bool:
+        """Return True when a StreamingPull is to end with UNAVAILABLE instead of responding."""
+        return self._draw(UNAVAILABLE)
+
+
+NO_FAULTS = PubSubFaults()

@@ -1,0 +1,113 @@
+"""The fault file: one entry per named real behaviour, strict about what it does not know."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import plowline_devstack.faults
+import pytest
+from plowline_core.errors import ConfigError
+from plowline_devstack.cli import main
+from plowline_devstack.faults import CATALOGUE, NO_FAULTS, FaultPlan, load_faults, parse_faults
+from plowline_devstack.pubsub.faults import PubSubFaults
+
+
+def _docstring_example() -> str:
+    """Return the TOML example of the module docstring, with its indentation removed."""
+    doc = plowline_devstack.faults.__doc__ or ""
+    block = doc.split("parameters; a parameter left out takes its default::", 1)[1]
+    lines = block.split("The same in JSON", 1)[0].splitlines()
+    return "\n".join(line.removeprefix("    ") for line in lines)
+
+
+def test_the_documented_example_is_a_valid_fault_file() -> None:
+    """The TOML example in the module docstring parses, with every Pub/Sub fault on."""
+    plan = parse_faults(tomllib.loads(_docstring_example()))
+    expected = (7, sorted(s.name for s in CATALOGUE if s.stand_in == "pubsub"))
+    assert expected == (plan.seed, sorted(plan.for_server("pubsub")))
+
+
+def test_left_out_parameters_take_their_defaults() -> None:
+    """A fault named with no parameters is on with its defaults filled in."""
+    plan = parse_faults({"pubsub": {"streaming-pull-unavailable": {"after_seconds": 30}}})
+    expected = {"streaming-pull-unavailable": {"rate": 0.0, "after_seconds": 30.0}}
+    assert expected == plan.for_server("pubsub")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(
+            {"pubsub": {"dupes": {}}}, "unknown pubsub fault 'dupes'; known: ", id="unknown-fault"
+        ),
+        pytest.param(
+            {"pubsub": {"duplicate-delivery": {"ratio": 0.1}}},
+            "unknown parameters ['ratio']; known: ['rate']",
+            id="unknown-parameter",
+        ),
+        pytest.param(
+            {"pubsub": {"duplicate-delivery": {"rate": 2}}},
+            "rate = 2 is outside 0..1",
+            id="rate-out-of-range",
+        ),
+        pytest.param(
+            {"pubsub": {"duplicate-delivery": {"rate": "high"}}},
+            "rate must be a number",
+            id="not-a-number",
+        ),
+        pytest.param({"spanner": {}}, "unknown keys in the fault file: ['spanner']", id="stand-in"),
+        pytest.param({"seed": "x"}, "seed must be an integer", id="seed"),
+        pytest.param(
+            {"bigquery": {"rate-limit": {}}},
+            "unknown bigquery fault 'rate-limit'; known: none yet",
+            id="not-implemented-yet",
+        ),
+    ],
+)
+def test_a_mistake_in_the_file_is_a_config_error_that_says_what_is_known(
+    data: dict[str, object], message: str
+) -> None:
+    """A typo never turns a fault off silently: it is a ConfigError naming what is allowed."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_faults(data)
+
+
+def test_a_plan_survives_its_json_form() -> None:
+    """to_json() is what the stack writes for its servers; parse_faults reads the same plan."""
+    plan = parse_faults({"seed": 3, "pubsub": {"duplicate-delivery": {"rate": 0.5}}})
+    expected = (plan.seed, plan.faults)
+    again = parse_faults(plan.to_json())
+    assert expected == (again.seed, again.faults)
+
+
+def test_a_json_file_is_read_by_its_suffix(tmp_path: Path) -> None:
+    """A .json file is JSON; its faults are read like TOML's."""
+    path = tmp_path / "faults.json"
+    path.write_text('{"pubsub": {"out-of-order-delivery": {"rate": 0.25}}}')
+    expected = ["pubsub.out-of-order-delivery"]
+    assert expected == load_faults(path).names()
+
+
+def test_no_file_means_no_faults() -> None:
+    """Without a file every fault is off."""
+    expected = NO_FAULTS
+    assert expected == load_faults(None)
+
+
+def test_the_same_seed_draws_the_same_faults() -> None:
+    """Two emulators with the same plan and seed fail at the same calls."""
+    plan: FaultPlan = parse_faults({"seed": 11, "pubsub": {"duplicate-delivery": {"rate": 0.3}}})
+    first, second = (PubSubFaults(plan.for_server("pubsub"), plan.seed) for _ in range(2))
+    draws = [first.delivered_twice() for _ in range(50)]
+    expected = (draws, True)
+    assert expected == ([second.delivered_twice() for _ in range(50)], 0 < sum(draws) < 50)
+
+
+def test_dev_faults_lists_every_fault_of_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    """``plowline dev faults`` prints one line per fault, named stand-in.fault, with parameters."""
+    code = main(["dev", "faults"])
+    printed = [line.split(":", 1)[0] for line in capsys.readouterr().out.splitlines()]
+    expected = (0, [f"{spec.stand_in}.{spec.name}" for spec in CATALOGUE])
+    assert expected == (code, printed)
