@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
 _log = structlog.get_logger("plowline.config")
+UNMAPPED_WARNING = "config keys plowline does not use (ignored; see deploy/MIGRATING.md)"
 _SHOWN = 200  # characters of a bad value quoted back in an error (paths fit)
 
 
@@ -91,8 +92,13 @@ def parse_source(source: ConfigSource, flag: str) -> dict[str, Any]:
     return document
 
 
-def load_pipeline_config(value: str | Path, flag: str = "--config") -> PipelineConfig:
-    """Read a Snowplow 0.x or 1.x config; log one warning naming every key plowline ignores.
+def load_pipeline_config(
+    value: str | Path, flag: str = "--config", warn: Callable[[str], None] | None = None
+) -> PipelineConfig:
+    """Read a Snowplow 0.x or 1.x config; one warning names every key plowline ignores.
+
+    The warning is logged, or handed to ``warn`` (tools whose stdout is their output
+    print it on stderr themselves).
 
     Raises:
         ConfigError: unreadable, unparsable or invalid; the message starts with ``flag``.
@@ -104,9 +110,11 @@ def load_pipeline_config(value: str | Path, flag: str = "--config") -> PipelineC
         if str(error).startswith(flag):
             raise
         raise ConfigError(f"{flag} {source.origin}: {error}") from error
-    if config.unmapped:
+    if config.unmapped and warn is not None:
+        warn(f"{UNMAPPED_WARNING}: {', '.join(config.unmapped)}")
+    elif config.unmapped:
         _log.warning(
-            "config keys plowline does not use (ignored; see deploy/MIGRATING.md)",
+            UNMAPPED_WARNING,
             flag=flag,
             keys=list(config.unmapped),
         )

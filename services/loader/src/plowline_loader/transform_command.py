@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.config is not None:
-            load_pipeline_config(args.config)
+            load_pipeline_config(args.config, warn=_say)  # stdout holds the rows
         resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
         _say(f"invalid config: {error}")

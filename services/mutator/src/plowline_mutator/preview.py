@@ -97,6 +97,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
+def _warn(message: str) -> None:
+    print(f"plowline-mutator preview: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Resolve every URI and print one JSON line each; return the exit code."""
     stdin = sys.stdin if stdin is None else stdin
@@ -104,7 +108,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     try:
         not_found = parse_not_found(args.iglu_not_found or "")
         if args.config is not None:
-            load_pipeline_config(args.config)
+            load_pipeline_config(args.config, warn=_warn)  # stdout holds the lines
         resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
         print(f"plowline-mutator preview: {error}", file=sys.stderr)
