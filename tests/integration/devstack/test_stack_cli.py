@@ -184,3 +184,24 @@ def test_stack_cli_up_with_faults_turns_them_on_and_off(tmp_path: Path) -> None:
     expected = (True, "faults on: pubsub.duplicate-delivery", ["pubsub"], False)
     actual = (faulty, up.stderr.splitlines()[-2], started, healed)
     assert expected == actual, up.stderr + again.stderr
+
+
+def test_up_with_a_snowplow_config_prints_only_exports_on_stdout(tmp_path: Path) -> None:
+    """``dev up --config config.hocon``: roles and the unused-keys warning go to stderr, exports to stdout."""
+    data_dir = tmp_path / ".plowline"
+    examples = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
+    try:
+        result = plowline(
+            "dev", "up", "--config", str(examples / "config.hocon"), data_dir=data_dir
+        )
+    finally:
+        plowline("dev", "down", data_dir=data_dir)
+
+    stdout_lines = [line for line in result.stdout.splitlines() if line]
+    expected = (0, True, True, True)
+    assert expected == (
+        result.returncode,
+        all(line.startswith("export ") for line in stdout_lines),
+        "--failedInsertsSub failed-inserts-repeater" in result.stderr,
+        "loader.consumerSettings.maxQueueSize" in result.stderr,
+    ), result.stdout + result.stderr

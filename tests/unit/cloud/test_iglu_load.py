@@ -111,8 +111,8 @@ def test_a_plain_http_repository_is_warned_about(uri: str, expected: list[str]) 
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        pytest.param(None, "cannot read the resolver config", id="missing-file"),
-        pytest.param(b"{oops", "the resolver config is not JSON", id="not-json"),
+        pytest.param(None, "no such file, and not base64 either", id="missing-file"),
+        pytest.param(b"{oops", "neither JSON nor HOCON", id="not-json"),
         pytest.param(
             orjson.dumps(_resolver_json("iglu", cacheSize="big")),
             "data.cacheSize: 'big'",
@@ -128,11 +128,11 @@ def test_a_plain_http_repository_is_warned_about(uri: str, expected: list[str]) 
 def test_problems_are_config_errors_naming_the_file(
     tmp_path: Path, content: bytes | None, expected: str
 ) -> None:
-    """Every problem with the file is a ConfigError starting with its path."""
+    """Every problem with the file is a ConfigError starting with the flag and naming the path."""
     path = tmp_path / "resolver.json"
     if content is not None:
         path.write_bytes(content)
     with pytest.raises(ConfigError) as caught:
         load_resolver(path, CLOCK)
-    assert str(caught.value).startswith(f"{path}: "), str(caught.value)
+    assert str(caught.value).startswith(f"--resolver {path}"), str(caught.value)
     assert expected in str(caught.value)

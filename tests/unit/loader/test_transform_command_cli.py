@@ -258,3 +258,21 @@ def test_line_that_is_not_utf8_is_a_bad_row(tmp_path: Path, resolver: Path) -> N
         len(_jsonl(good)),
         [row["schema"].split("/")[1] for row in _jsonl(bad)],
     )
+
+
+def test_a_1x_config_given_to_transform_warns_on_stderr_not_among_the_rows(
+    tmp_path: Path, resolver: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--config with unused 1.x keys: the one warning goes to stderr, stdout keeps only rows."""
+    examples = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
+    source = tmp_path / "in.tsv"
+    source.write_text("")
+
+    code = main(
+        ["transform", "--config", str(examples / "config.hocon"), "--resolver", str(resolver)]
+        + [str(source)]
+    )
+
+    out, err = capsys.readouterr()
+    expected = (0, "", 1)
+    assert expected == (code, out, err.count("loader.consumerSettings.maxQueueSize")), err

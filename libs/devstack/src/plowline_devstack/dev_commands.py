@@ -15,13 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+from plowline_cloud.logging import configure_logging
 from plowline_core.errors import PlowlineError
 
 from plowline_devstack import stack
 from plowline_devstack.cli import Command
 from plowline_devstack.faults import describe, load_faults
 from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
-from plowline_devstack.stack_config import load_config
+from plowline_devstack.stack_config import load_stack
 
 DEFAULT_DATA_DIR = Path(".plowline")
 SPARK_DIR = "spark"
@@ -41,9 +42,12 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
     _data_dir_option(parser)
     parser.add_argument(
         "--config",
-        type=Path,
-        help="provisioning file (JSON or TOML): project, dataset, table, topics, subscriptions, buckets; "
-        "see plowline_devstack.provisioning (default: project plowline-local, dataset snowplow, table events)",
+        metavar="PATH|BASE64",
+        help="what to provision: a Snowplow config (0.x bigquery_config JSON or 1.x HOCON, a path "
+        "or base64: its topics, subscriptions, dataset and table, plus the repeater's and "
+        "dead-letter writer's subscriptions), or a provisioning file (JSON or TOML: project, "
+        "dataset, table, topics, subscriptions, buckets; see plowline_devstack.stack_config). "
+        "Default: project plowline-local, dataset snowplow, table events",
     )
     parser.add_argument(
         "--faults",
@@ -73,8 +77,9 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    configure_logging("devstack", json=False)  # stderr: stdout holds only the exports
     try:
-        config = load_config(args.config) if args.config else None
+        config, roles = load_stack(args.config) if args.config else (None, [])
         faults = load_faults(args.faults) if args.faults else None
         running = stack.up(args.data_dir, config, timeout=args.timeout, faults=faults)
         cluster = _cluster_up(args.data_dir / SPARK_DIR, args.workers)
@@ -88,6 +93,8 @@ def _up(args: argparse.Namespace) -> int:
             f"{verb} {server.name:<8} pid {server.pid:<7} {ports}  log {server.log}",
             file=sys.stderr,
         )
+    for line in roles:
+        print(f"provisioned: {line}", file=sys.stderr)
     if running.faults.faults:
         print(f"faults on: {', '.join(running.faults.names())}", file=sys.stderr)
     print(running.endpoints.exports())

@@ -20,6 +20,12 @@ key is optional and falls back to the default shown::
 ``subscriptions`` maps a subscription name to its topic. The events table gets the
 atomic columns (``plowline_core.event.fields.ATOMIC_COLUMNS``, ``load_tstamp`` included).
 
+A Snowplow config (0.x ``bigquery_config`` JSON, or 1.x HOCON; a path or base64) is read
+too: its project, dataset, table, topics and subscriptions are provisioned, plus the
+``enriched`` topic its input subscription reads, the repeater's subscription
+(1.x ``repeater.input.subscription``, else ``<failedInserts>-repeater``), the dead-letter
+writer's (``<badRows>-deadletter``) and the dead-end bucket (1.x ``deadLetters.bucket``).
+
 Notes:
     Provisioning is idempotent: what exists is left as it is, so ``plowline dev up`` may
     run it again on a running stack.
@@ -27,14 +33,15 @@ Notes:
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_core.errors import ConfigError
+from plowline_core.pipeline_config import PipelineConfig
 
 _TOPICS = ("enriched", "types", "bad-rows", "failed-inserts")
 _SUBSCRIPTIONS = {
@@ -44,6 +51,10 @@ _SUBSCRIPTIONS = {
     "failed-inserts-repeater": "failed-inserts",
 }
 _BUCKETS = ("plowline-dead-end", "plowline-bad-rows")
+_ENRICHED = "enriched"  # a Snowplow config names the input subscription only, not its topic
+_PROVISIONING_KEYS = frozenset(
+    {"project", "dataset", "table", "topics", "subscriptions", "buckets"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +77,7 @@ class StackConfig:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StackConfig:
         """Build a config from the provisioning file's form; unknown keys are a ConfigError."""
-        unknown = set(data) - {"project", "dataset", "table", "topics", "subscriptions", "buckets"}
+        unknown = set(data) - _PROVISIONING_KEYS
         if unknown:
             raise ConfigError(f"unknown provisioning keys: {sorted(unknown)}")
         defaults = cls()
@@ -89,15 +100,64 @@ class StackConfig:
         return config
 
 
-def load_config(path: Path | None) -> StackConfig:
-    """Read a provisioning file (JSON or TOML by suffix); None gives the defaults."""
+def load_config(path: str | Path | None) -> StackConfig:
+    """Read a provisioning file or a Snowplow config (see the module doc); None: the defaults."""
+    return load_stack(path)[0]
+
+
+def load_stack(path: str | Path | None) -> tuple[StackConfig, list[str]]:
+    """Return the stack ``path`` describes and, for a Snowplow config, a line per role."""
     if path is None:
-        return StackConfig()
-    try:
-        text = path.read_text()
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read provisioning file {path}: {exc}") from exc
+        return StackConfig(), []
+    if Path(path).suffix == ".toml":
+        try:
+            data: Any = tomllib.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read provisioning file {path}: {exc}") from exc
+    else:
+        data, _ = load_document(path, "--config")
     if not isinstance(data, dict):
         raise ConfigError(f"provisioning file {path} must hold one object")
-    return StackConfig.from_json(data)
+    if set(data) <= _PROVISIONING_KEYS:
+        return StackConfig.from_json(data), []
+    return stack_from_pipeline(load_pipeline_config(path, "--config"))
+
+
+def stack_from_pipeline(pipeline: PipelineConfig) -> tuple[StackConfig, list[str]]:
+    """Return the stack a Snowplow config names, and one line per role saying what is whose."""
+    config = pipeline.bigquery
+    types, bad, failed = (
+        _short(t) for t in (config.types_topic, config.bad_rows, config.failed_inserts)
+    )
+    repeater = _short(pipeline.failed_inserts_subscription or f"{failed}-repeater")
+    subscriptions = {
+        _short(config.input): _ENRICHED,
+        _short(config.types_subscription): types,
+        repeater: failed,
+        f"{bad}-deadletter": bad,
+    }
+    dead_end = (pipeline.dead_end_bucket or "gs://plowline-dead-end").removeprefix("gs://")
+    buckets = (dead_end.split("/", 1)[0], "plowline-bad-rows")
+    stack = StackConfig(
+        project=config.project_id,
+        dataset=config.dataset_id,
+        table=config.table_id,
+        topics=tuple(dict.fromkeys((_ENRICHED, types, bad, failed))),
+        subscriptions=subscriptions,
+        buckets=tuple(dict.fromkeys(buckets)),
+    )
+    roles = [
+        f"Snowplow {pipeline.layout} config: project {stack.project}, table {config.table_ref}",
+        f"enrich publishes to topic {_ENRICHED}; the loader reads subscription {_short(config.input)}",
+        f"mutator listen: subscription {_short(config.types_subscription)} on topic {types}",
+        f"repeater: --failedInsertsSub {repeater} (on topic {failed}), "
+        f"--deadEndBucket gs://{dead_end}",
+        f"dead-letter writer: --badRowsSub {bad}-deadletter (on topic {bad}), "
+        "--bucket gs://plowline-bad-rows",
+    ]
+    return stack, roles
+
+
+def _short(name: str) -> str:
+    """Return the short name of ``projects/P/topics/T`` (or of a short name: itself)."""
+    return name.rsplit("/", 1)[-1]

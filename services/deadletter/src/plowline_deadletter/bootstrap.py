@@ -8,7 +8,6 @@ Notes:
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
@@ -17,12 +16,12 @@ from types import FrameType
 import structlog
 from plowline_cloud.clients import storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
-from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 
 from plowline_deadletter.metrics import DeadLetterMetrics
@@ -41,12 +40,8 @@ GRANTS: tuple[Grant, ...] = (
 
 
 def load_config(settings: DeadLetterSettings) -> BigQueryConfig:
-    """Read and validate the Snowplow ``bigquery_config`` file."""
-    try:
-        document = json.loads(settings.config.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"--config {settings.config}: {error}") from error
-    return BigQueryConfig.parse(document)
+    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64)."""
+    return load_pipeline_config(settings.config, "--config").bigquery
 
 
 def subscription_path(project: str, name: str) -> str:

@@ -1,4 +1,4 @@
-"""The ``plowline-deadletter`` console entry.
+"""The ``plowline-deadletter`` console entry (``run``, the default subcommand).
 
 Exit codes: 0 stopped cleanly (SIGTERM), 1 a dependency failed (retry later), 2 usage or
 configuration error.
@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from plowline_cloud.command_line import with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
@@ -50,7 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument("--config", metavar="FILE", help="Snowplow bigquery_config JSON (projectId)")
+    run.add_argument(
+        "--config",
+        metavar="PATH|BASE64",
+        help="Snowplow config, 0.x bigquery_config JSON or 1.x HOCON, a path or base64 (projectId)",
+    )
+    run.add_argument(
+        "--resolver",
+        metavar="PATH|BASE64",
+        help="Iglu resolver config: accepted as Snowplow passes it, not needed to write bad rows",
+    )
     run.add_argument(
         "--badRowsSub",
         dest="bad_rows_sub",
@@ -86,8 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, run the command, and return its exit code."""
-    args = vars(build_parser().parse_args(argv))
+    parser = build_parser()
+    argv = with_default_command(sys.argv[1:] if argv is None else argv, parser)
+    args = vars(parser.parse_args(argv))
     args.pop("command")
+    args.pop("resolver", None)  # accepted for Snowplow's command line; bad rows need no schemas
     return _run(args)
 
 

@@ -29,7 +29,7 @@ class DeadLetterSettings(BaseSettings):
         env_prefix="PLOWLINE_DEADLETTER_", extra="forbid", populate_by_name=True, frozen=True
     )
 
-    config: Path
+    config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
     bad_rows_sub: str
     bucket: str
     window: PositiveFloat = 60.0

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.iglu import registries_from_config
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
@@ -110,35 +111,23 @@ def _path(project: str, kind: str, name: str) -> str:
     return name if name.startswith("projects/") else f"projects/{project}/{kind}/{name}"
 
 
-def load_bigquery_config(path: Path) -> BigQueryConfig:
-    """Read and validate the Snowplow ``bigquery_config`` file."""
-    try:
-        return BigQueryConfig.parse(orjson.loads(path.read_bytes()))
-    except OSError as error:
-        raise ConfigError(f"--config {path}: cannot read: {error.strerror}") from error
-    except orjson.JSONDecodeError as error:
-        raise ConfigError(f"--config {path}: not JSON: {error}") from error
-    except ConfigError as error:
-        raise ConfigError(f"--config {path}: {error}") from error
+def load_bigquery_config(value: str | Path) -> BigQueryConfig:
+    """Read and validate the Snowplow config (0.x JSON or 1.x HOCON; a path or base64)."""
+    return load_pipeline_config(value, "--config").bigquery
 
 
 def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
-    """Read the config files named by ``settings`` and return the executors' config.
+    """Read the configs named by ``settings`` and return the executors' config.
 
     Raises:
-        ConfigError: a file is missing or invalid (the resolver is built once to check it).
+        ConfigError: a config is missing or invalid (the resolver is built once to check it).
     """
     bigquery = load_bigquery_config(settings.config)
-    try:
-        resolver_json = settings.resolver.read_text()
-    except OSError as error:
-        raise ConfigError(
-            f"--resolver {settings.resolver}: cannot read: {error.strerror}"
-        ) from error
+    resolver, source = load_document(settings.resolver, "--resolver")
     config = WorkerConfig(
         bigquery=bigquery,
-        resolver_json=resolver_json,
-        resolver_dir=str(settings.resolver.resolve().parent),
+        resolver_json=orjson.dumps(resolver).decode(),
+        resolver_dir=str(source.base_dir),
         column_mode=settings.column_mode,
         version=version,
         pubsub_emulator_host=settings.pubsub_emulator_host,

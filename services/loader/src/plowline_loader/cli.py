@@ -5,6 +5,10 @@ Each command module exposes ``register(subparsers)``, which adds its parser and 
 ``backfill`` means writing ``run_command.py`` and listing it in ``_COMMANDS``; a command's
 heavy imports (Spark) stay inside its handler so that other commands start fast.
 
+``run`` is the default: Snowplow's own container arguments (``--config=… --resolver=…``,
+plus the Dataflow loader's Beam options) start the streaming loader unchanged; options
+``run`` does not know are set aside and named in one warning at start.
+
 Exit codes (every command): 0 done, 1 a dependency failed (retry later), 2 usage or
 configuration error.
 """
@@ -16,6 +20,8 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+
+from plowline_cloud.command_line import split_unknown_options, with_default_command
 
 EXIT_OK = 0
 EXIT_UNAVAILABLE = 1
@@ -53,7 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, run the chosen command, and return its exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = with_default_command(sys.argv[1:] if argv is None else argv, parser)
+    args, extras = parser.parse_known_args(arguments)
+    ignored, stray = split_unknown_options(extras)
+    if stray or (ignored and args.command != "run"):
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    args.ignored_options = ignored
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)
 

@@ -5,6 +5,10 @@ the Snowplow ``bigquery_config`` names the input subscription, the table and the
 The driver serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``--port``; executors
 report their counts back through each micro-batch (``partition.py``).
 
+The default command: ``plowline-loader --config … --resolver …`` runs. Options it does not
+know (the Dataflow loader's ``--runner``, ``--project``, ``--region``, ``--tempLocation`` …)
+are ignored, and named in one warning at start.
+
 Exit codes: 0 stopped by SIGTERM/SIGINT (in-flight batch finished), 1 the query failed,
 2 usage or configuration error.
 """
@@ -21,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import structlog
+from plowline_cloud.command_line import option_names
 from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP, ProgressWatch, register_watch_metrics
 from plowline_cloud.logging import configure_logging
@@ -42,8 +47,11 @@ _log = structlog.get_logger("plowline.loader")
 _POLL_S = 1  # seconds; awaitTermination takes whole seconds
 # Options whose value is handed to the settings as the user typed it (validated there).
 _FLAGS = {
-    "--config": "Snowplow bigquery_config file (self-describing JSON)",
-    "--resolver": "Iglu resolver config file (JSON)",
+    "--config": (
+        "Snowplow config: 0.x bigquery_config JSON or 1.x HOCON, as a path or base64 "
+        "(or PLOWLINE_LOADER_CONFIG)"
+    ),
+    "--resolver": "Iglu resolver config (JSON or HOCON), as a path or base64",
     "--checkpoint": "Spark checkpoint directory (local path or gs://…; default: a new temp dir)",
     "--master": (
         "Spark master of a plain run (default local[*]); under spark-submit leave it out: "
@@ -74,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="stream enriched events from Pub/Sub into BigQuery (Spark Structured Streaming)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # a Beam option must never be taken for an abbreviated flag
     )
     add_common_flags(parser)
     for flag, text in _FLAGS.items():
@@ -84,8 +93,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags ``run`` and ``backfill`` share."""
-    parser.add_argument("--config", required=True, metavar="FILE", help=_FLAGS["--config"])
-    parser.add_argument("--resolver", required=True, metavar="FILE", help=_FLAGS["--resolver"])
+    parser.add_argument("--config", required=True, metavar="PATH|BASE64", help=_FLAGS["--config"])
+    parser.add_argument(
+        "--resolver", required=True, metavar="PATH|BASE64", help=_FLAGS["--resolver"]
+    )
     parser.add_argument(
         "--column-mode",
         choices=[mode.value for mode in ColumnMode],
@@ -111,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
         configure_logging("loader", settings.log_level, settings.log_json)
+        _warn_ignored(getattr(args, "ignored_options", []))
         config = worker_config(settings, loader_version())
         ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
         spark_settings = command_spark_settings(
@@ -157,6 +169,14 @@ def log_spark_session(spark: SparkSession) -> None:
         bind_address=conf.get("spark.driver.bindAddress"),
         app_id=spark.sparkContext.applicationId,
     )
+
+
+def _warn_ignored(options: list[str]) -> None:
+    if options:
+        _log.warning(
+            "options ignored: plowline-loader does not use them (Dataflow/Beam options?)",
+            options=option_names(options),
+        )
 
 
 def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> StreamSettings:

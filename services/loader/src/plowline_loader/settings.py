@@ -8,7 +8,7 @@ Notes:
     the devstack's ``BIGQUERY_EMULATOR_GRPC_HOST`` (the Storage Write API's gRPC port);
     unset means Google Cloud. ``trigger_interval`` unset means: ``load.frequency`` seconds
     in ``FILE_LOADS`` mode (one load job per partition per window), back to back otherwise.
-    The Snowplow ``bigquery_config`` and the Iglu resolver config are files named here.
+    ``config`` and ``resolver`` are a path or base64 of JSON/HOCON (``plowline_cloud.config_source``).
     ``max_bad_row_bytes`` is capped so that a bad row always fits one Pub/Sub message.
 """
 
@@ -43,8 +43,8 @@ class LoaderSettings(BaseSettings):
         env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
     )
 
-    config: Path
-    resolver: Path
+    config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
+    resolver: str | Path
     column_mode: ColumnMode = ColumnMode.FULL
     checkpoint: str | None = None
     master: str | None = None  # None: local[*] in a plain run, the launcher's under spark-submit

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import ConfigError, RegistryUnavailable
@@ -51,7 +52,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--resolver", required=True, type=Path, metavar="FILE", help="Iglu resolver config (JSON)"
+        "--resolver",
+        required=True,
+        metavar="PATH|BASE64",
+        help="Iglu resolver config (JSON or HOCON), as a path or base64",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH|BASE64",
+        help="Snowplow config (0.x JSON or 1.x HOCON): optional here, checked when given",
     )
     parser.add_argument(
         "--column-mode",
@@ -95,9 +104,11 @@ def run(args: argparse.Namespace) -> int:
         _say(f"invalid --iglu-not-found: {error}")
         return EXIT_USAGE
     try:
+        if args.config is not None:
+            load_pipeline_config(args.config, warn=_say)  # stdout holds the rows
         resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
-        _say(f"invalid resolver config: {error}")
+        _say(f"invalid config: {error}")
         return EXIT_USAGE
     builder = RowBuilder(resolver, ColumnMode(args.column_mode))
     processor = Processor(ARTIFACT, loader_version())

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, subscriber_client
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import LoggedOutages, load_resolver
 from plowline_cloud.liveness import ProgressWatch
 from plowline_cloud.pubsub import PubSubSubscriber
@@ -75,20 +75,13 @@ class Runtime:
         self.bigquery.close()  # type: ignore[no-untyped-call]  # untyped in the client
 
 
-def load_table_config(path: Path) -> BigQueryConfig:
-    """Read the ``bigquery_config`` self-describing JSON.
+def load_table_config(value: str | Path) -> BigQueryConfig:
+    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64): the mutator's table.
 
     Raises:
-        ConfigError: unreadable, not JSON, or invalid (the message names the file).
+        ConfigError: unreadable, unparsable or invalid (the message starts with --config).
     """
-    try:
-        return BigQueryConfig.parse(orjson.loads(path.read_bytes()))
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config: {error.strerror}") from error
-    except orjson.JSONDecodeError as error:
-        raise ConfigError(f"{path}: the config is not JSON: {error}") from error
-    except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from error
+    return load_pipeline_config(value, "--config").mutator
 
 
 def build_table_client(settings: MutatorSettings) -> tuple[BigQueryConfig, bigquery.Client]:

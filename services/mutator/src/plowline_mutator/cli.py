@@ -8,6 +8,7 @@ a subcommand (``create``, ``listen``, ``add-column``, ``serve`` ...).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from plowline_mutator import add_column, create, listen, preview, serve
@@ -32,3 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.handler(args)
     return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

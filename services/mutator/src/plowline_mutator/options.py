@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeAlias
 
 import structlog
@@ -29,20 +28,23 @@ Job = Callable[[MutatorSettings, argparse.Namespace], int]
 
 
 def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
-    """Add ``--config`` (and ``--resolver``) and the column mode."""
+    """Add ``--config`` and ``--resolver`` (every subcommand), and the Iglu flags if ``resolver``.
+
+    Both take a path or base64 of JSON or HOCON, as Snowplow 0.x and 1.x pass them.
+    """
     parser.add_argument(
         "--config",
-        type=Path,
-        metavar="FILE",
-        help="bigquery_config self-describing JSON (or PLOWLINE_MUTATOR_CONFIG)",
+        metavar="PATH|BASE64",
+        help="Snowplow config: 0.x bigquery_config JSON or 1.x HOCON, a path or base64 "
+        "(or PLOWLINE_MUTATOR_CONFIG)",
+    )
+    parser.add_argument(
+        "--resolver",
+        metavar="PATH|BASE64",
+        help="Iglu resolver config, JSON or HOCON, a path or base64 (or PLOWLINE_MUTATOR_RESOLVER)"
+        + ("" if resolver else "; accepted as Snowplow passes it, not needed by this command"),
     )
     if resolver:
-        parser.add_argument(
-            "--resolver",
-            type=Path,
-            metavar="FILE",
-            help="Iglu resolver config JSON (or PLOWLINE_MUTATOR_RESOLVER)",
-        )
         parser.add_argument(
             "--column-mode",
             type=ColumnMode,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import orjson
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.errors import ConfigError, RegistryUnavailable
 from plowline_core.iglu.config import parse_not_found
@@ -64,9 +64,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--resolver",
         required=True,
-        type=Path,
-        metavar="FILE",
-        help="Iglu resolver config (iglu:com.snowplowanalytics.iglu/resolver-config/...)",
+        metavar="PATH|BASE64",
+        help="Iglu resolver config (JSON or HOCON, a path or base64)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH|BASE64",
+        help="Snowplow config (0.x JSON or 1.x HOCON): optional here, checked when given",
     )
     parser.add_argument(
         "--shred-property",
@@ -93,12 +97,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
+def _warn(message: str) -> None:
+    print(f"plowline-mutator preview: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Resolve every URI and print one JSON line each; return the exit code."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     try:
         not_found = parse_not_found(args.iglu_not_found or "")
+        if args.config is not None:
+            load_pipeline_config(args.config, warn=_warn)  # stdout holds the lines
         resolver = load_resolver(args.resolver, SystemClock(), not_found)
     except ConfigError as error:
         print(f"plowline-mutator preview: {error}", file=sys.stderr)

@@ -41,8 +41,8 @@ class MutatorSettings(BaseSettings):
         env_prefix="PLOWLINE_MUTATOR_", extra="forbid", frozen=True, populate_by_name=True
     )
 
-    config: Path | None = None
-    resolver: Path | None = None
+    config: str | Path | None = None  # a path or base64 (plowline_cloud.config_source)
+    resolver: str | Path | None = None
     column_mode: ColumnMode = ColumnMode.FULL
     iglu_not_found: str | None = None
     host: str = "127.0.0.1"

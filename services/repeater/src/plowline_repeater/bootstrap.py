@@ -8,7 +8,6 @@ Notes:
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -18,7 +17,6 @@ from contextlib import ExitStack, contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import structlog
 from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
@@ -29,6 +27,7 @@ from plowline_cloud.clients import (
     subscriber_client,
 )
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
@@ -37,6 +36,7 @@ from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
+from plowline_core.pipeline_config import PipelineConfig
 
 from plowline_repeater.metrics import RepeaterMetrics
 from plowline_repeater.progress import ProgressBar
@@ -76,17 +76,9 @@ def repeater_version() -> str:
         return "0.0.0"
 
 
-def read_json(path: Path, flag: str) -> Any:
-    """Read a JSON file named on the command line; ConfigError naming the flag otherwise."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{flag} {path}: {error}") from error
-
-
-def load_config(path: Path) -> BigQueryConfig:
-    """Read and validate the Snowplow ``bigquery_config`` file."""
-    return BigQueryConfig.parse(read_json(path, "--config"))
+def load_config(value: str | Path) -> PipelineConfig:
+    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64)."""
+    return load_pipeline_config(value, "--config")
 
 
 def subscription_path(project: str, name: str) -> str:
@@ -96,10 +88,17 @@ def subscription_path(project: str, name: str) -> str:
 
 def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
     """Repeat failed inserts until SIGTERM; return the exit code."""
-    config = load_config(settings.config)
-    read_json(settings.resolver, "--resolver")  # accepted for Snowplow compatibility; checked
-    options = settings.options()
-    bucket, prefix = parse_gcs_url(settings.dead_end_bucket)
+    pipeline = load_config(settings.config)
+    config = pipeline.repeater
+    load_document(settings.resolver, "--resolver")  # accepted as Snowplow passes it; checked
+    options = settings.options(pipeline.dead_end_bucket)
+    failed_inserts_sub = settings.failed_inserts_sub or pipeline.failed_inserts_subscription
+    if failed_inserts_sub is None:
+        raise ConfigError(
+            "no failed-inserts subscription: pass --failedInsertsSub (0.x), set "
+            "repeater.input.subscription in the 1.x config, or PLOWLINE_REPEATER_FAILED_INSERTS_SUB"
+        )
+    bucket, prefix = parse_gcs_url(options.dead_end_bucket or "")
     clock = SystemClock()
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(bigquery, config.table_ref, settings.schema_refresh, clock)
@@ -119,7 +118,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
     watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
-        subscription_path(config.project_id, settings.failed_inserts_sub),
+        subscription_path(config.project_id, failed_inserts_sub),
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.backoff_period + options.window + 600),
         watch=watch,
@@ -141,7 +140,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         "repeater started",
         subscription=subscriber.subscription_path,
         table=config.table_ref,
-        dead_end=settings.dead_end_bucket,
+        dead_end=options.dead_end_bucket,
         port=health.port,
     )
     try:
@@ -183,7 +182,7 @@ def topic_path(project: str, name: str) -> str:
 
 def replay(settings: ReplaySettings, endpoints: EmulatorSettings) -> int:
     """Replay a dead-end path (see ``plowline_repeater.replay``); print the summary; return the exit code."""
-    config = load_config(settings.config) if settings.config is not None else None
+    config = load_config(settings.config).repeater if settings.config is not None else None
     if config is None and not settings.dry_run:
         raise ConfigError("--config FILE is needed to know the table and the failedInserts topic")
     bucket, prefix = parse_gcs_url(settings.url)

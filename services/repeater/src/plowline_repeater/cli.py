@@ -1,5 +1,11 @@
 """The ``plowline-repeater`` console entry: ``run`` (the service) and ``replay`` (by hand).
 
+``run`` is the default, so Snowplow's repeater arguments work unchanged: 0.x
+(``--config=$B64 --resolver=$B64 --failedInsertsSub=… --deadEndBucket=gs://…
+--desperatesBufferSize=20 --desperatesWindow=20 --backoffPeriod=900``) and 1.x
+(``--config=$B64_HOCON --resolver=… --bufferSize=20 --timeout=20 --backoffPeriod=900``,
+subscription and bucket read from ``repeater.input`` and ``repeater.output.deadLetters``).
+
 Exit codes: see :mod:`plowline_repeater.exit_status` (0 done, 1 a dependency failed, 2 usage).
 """
 
@@ -10,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plowline_cloud.command_line import with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
 
@@ -55,19 +62,27 @@ def _add_run(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument("--config", metavar="FILE", help="Snowplow bigquery_config JSON (table)")
-    run.add_argument("--resolver", metavar="FILE", help="Iglu resolver config JSON")
+    run.add_argument(
+        "--config",
+        metavar="PATH|BASE64",
+        help="Snowplow config, 0.x bigquery_config JSON or 1.x HOCON, a path or base64 (table)",
+    )
+    run.add_argument(
+        "--resolver", metavar="PATH|BASE64", help="Iglu resolver config, a path or base64"
+    )
     run.add_argument(
         "--failedInsertsSub",
         dest="failed_inserts_sub",
         metavar="SUB",
-        help="failed-inserts subscription: short name in projectId, or projects/P/subscriptions/S",
+        help="failed-inserts subscription: short name in projectId, or projects/P/subscriptions/S "
+        "(default: the 1.x config's repeater.input.subscription)",
     )
     run.add_argument(
         "--deadEndBucket",
         dest="dead_end_bucket",
         metavar="gs://BUCKET/PATH",
-        help="where rows that can never be inserted are written (must start with gs://)",
+        help="where rows that can never be inserted are written (must start with gs://; "
+        "default: the 1.x config's repeater.output.deadLetters.bucket)",
     )
     run.add_argument(
         "--backoffPeriod",
@@ -88,6 +103,7 @@ def _add_run(commands: Any) -> None:
     run.add_argument(
         "--window",
         "--desperatesWindow",
+        "--timeout",
         dest="window",
         type=float,
         metavar="SECONDS",
@@ -120,7 +136,10 @@ def _add_replay(commands: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments, run the chosen command, and return its exit code."""
-    args = vars(build_parser().parse_args(argv))
+    parser = build_parser()
+    args = vars(
+        parser.parse_args(with_default_command(sys.argv[1:] if argv is None else argv, parser))
+    )
     args.pop("command")
     handler: Callable[[dict[str, Any]], int] = args.pop("handler")
     return handler(args)

@@ -6,7 +6,6 @@ import argparse
 import re
 import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -122,10 +121,14 @@ def register(commands: Any) -> None:
     )
     replay.add_argument(
         "--config",
-        type=Path,
-        metavar="FILE",
-        help="Snowplow bigquery_config JSON: the table and failedInserts topic "
-        "(needed unless --dry-run)",
+        metavar="PATH|BASE64",
+        help="Snowplow config (0.x JSON or 1.x HOCON, a path or base64): the table and "
+        "failedInserts topic (needed unless --dry-run)",
+    )
+    replay.add_argument(
+        "--resolver",
+        metavar="PATH|BASE64",
+        help="Iglu resolver config: accepted as Snowplow passes it, not needed to replay",
     )
     replay.set_defaults(handler=_handle)
 
@@ -138,6 +141,7 @@ def _handle(args: dict[str, Any]) -> int:
     if since is not None and until is not None and until <= since:
         print("plowline-repeater replay: --until must be after --since", file=sys.stderr)
         return EXIT_USAGE
+    args.pop("resolver", None)  # accepted, not used: replaying needs no schemas
     settings = ReplaySettings(**args)
     try:
         endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from plowline_core.config import RepeaterOptions
+from plowline_core.errors import ConfigError
 from pydantic import (
     AliasChoices,
     Field,
@@ -49,10 +50,10 @@ class RepeaterSettings(BaseSettings):
         env_prefix="PLOWLINE_REPEATER_", extra="forbid", populate_by_name=True, frozen=True
     )
 
-    config: Path
-    resolver: Path
-    failed_inserts_sub: str
-    dead_end_bucket: str
+    config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
+    resolver: str | Path
+    failed_inserts_sub: str | None = None  # 1.x: repeater.input.subscription
+    dead_end_bucket: str | None = None  # 1.x: repeater.output.deadLetters.bucket
     backoff_period: PositiveFloat = 900.0
     buffer_size: PositiveInt = 20
     window: PositiveFloat = 30.0
@@ -82,18 +83,29 @@ class RepeaterSettings(BaseSettings):
 
     @field_validator("dead_end_bucket")
     @classmethod
-    def _gs_url(cls, value: str) -> str:
-        if not value.startswith("gs://") or len(value) <= len("gs://"):
+    def _gs_url(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("gs://") or len(value) <= len("gs://")):
             raise ValueError(f"must start with gs:// (gs://bucket[/path]), got {value!r}")
         return value
 
-    def options(self) -> RepeaterOptions:
-        """Return the core option object."""
+    def options(self, config_bucket: str | None = None) -> RepeaterOptions:
+        """Return the core option object; the flag's bucket wins over the config's.
+
+        Raises:
+            ConfigError: no dead-end bucket in either, or one that is not ``gs://…``.
+        """
+        bucket = self.dead_end_bucket or config_bucket
+        if bucket is None:
+            raise ConfigError(
+                "no dead-end bucket: pass --deadEndBucket gs://… (0.x), set "
+                "repeater.output.deadLetters.bucket in the 1.x config, or "
+                "PLOWLINE_REPEATER_DEAD_END_BUCKET"
+            )
         return RepeaterOptions(
             backoff_period=self.backoff_period,
             buffer_size=self.buffer_size,
             window=self.window,
-            dead_end_bucket=self.dead_end_bucket,
+            dead_end_bucket=bucket,
         )
 
 
@@ -102,7 +114,7 @@ class ReplaySettings:
     """Everything ``plowline-repeater replay`` needs (validated by its argument parser)."""
 
     url: str
-    config: Path | None = None
+    config: str | Path | None = None
     since: datetime | None = None
     until: datetime | None = None
     error_matches: re.Pattern[str] | None = None

@@ -1,11 +1,10 @@
-"""Build registries and a resolver from a resolver config file."""
+"""Build registries and a resolver from a resolver config (a file, or base64 of JSON or HOCON)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-import orjson
 import structlog
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import EmbeddedConnection, ResolverConfig
@@ -13,6 +12,7 @@ from plowline_core.iglu.outage import OutageLedger, OutageListener
 from plowline_core.iglu.resolver import Resolver
 from plowline_core.ports import Clock, Registry
 
+from plowline_cloud.config_source import load_document
 from plowline_cloud.iglu.embedded import EmbeddedRegistry
 from plowline_cloud.iglu.remote import HttpRegistry
 
@@ -59,27 +59,24 @@ def registries_from_config(config: ResolverConfig, base_dir: Path) -> dict[str, 
 
 
 def load_resolver(
-    path: Path,
+    value: str | Path,
     clock: Clock,
     not_found: Mapping[str, frozenset[int]] | None = None,
     listener: OutageListener | None = None,
+    flag: str = "--resolver",
 ) -> Resolver:
-    """Read a resolver config file and return a ready Resolver.
+    """Read a resolver config (a path, or base64 of JSON or HOCON) and return a ready Resolver.
 
     ``not_found``: per-repository statuses meaning "not found" (``parse_not_found``);
     ``listener``: told when a repository's outage starts and ends.
 
     Raises:
-        ConfigError: the file is missing, not JSON or invalid; the message starts with its name.
+        ConfigError: unreadable, unparsable or invalid; the message starts with ``flag``.
     """
+    document, source = load_document(value, flag)
     try:
-        document = orjson.loads(path.read_bytes())
         config = ResolverConfig.parse(document).with_not_found(not_found or {})
-        registries = registries_from_config(config, path.parent)
+        registries = registries_from_config(config, source.base_dir)
         return Resolver.from_config(config, registries, clock, OutageLedger(listener))
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the resolver config: {error.strerror}") from error
-    except orjson.JSONDecodeError as error:
-        raise ConfigError(f"{path}: the resolver config is not JSON: {error}") from error
     except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from error
+        raise ConfigError(f"{flag} {source.origin}: {error}") from error

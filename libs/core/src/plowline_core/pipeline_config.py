@@ -1,0 +1,181 @@
+"""Any Snowplow BigQuery Loader config, 0.x or 1.x, as the one ``PipelineConfig`` the services read.
+
+Two layouts name the same pipeline:
+
+- 0.x: the self-describing ``bigquery_config`` JSON (``BigQueryConfig.parse``);
+- 1.x: one HOCON tree for every app (``projectId``, ``loader.input.subscription``,
+  ``loader.output.{good,bad,types,failedInserts}``, ``mutator.{input,output}``,
+  ``repeater.{input,output}``), substitutions already resolved by the caller.
+
+``PipelineConfig.from_document`` tells them apart by shape and maps the 1.x names onto
+``BigQueryConfig`` (streaming inserts, as 1.x's StreamLoader wrote). Keys plowline has no
+use for (``consumerSettings``, ``sinkSettings``, ``retrySettings``, ``monitoring`` …) are
+returned in ``unmapped``, never silently dropped: the caller names them in one warning.
+
+Notes:
+    Pure: takes the parsed document, reads no file and no environment.
+    Mutator and repeater may name their own ``output.good`` table (Snowplow lets them;
+    usually ``${loader.output.good}``); each gets a ``BigQueryConfig`` for its table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from plowline_core.config import BigQueryConfig, LoadKind, LoadMode
+from plowline_core.errors import ConfigError
+
+V1_NAME = "Snowplow 1.x HOCON config"
+
+# Every 1.x leaf plowline reads (or accepts as the only value it can have): path -> type tag.
+_TYPES = {
+    "loader.input.type": "PubSub",
+    "loader.output.good.type": "BigQuery",
+    "loader.output.bad.type": "PubSub",
+    "loader.output.types.type": "PubSub",
+    "loader.output.failedInserts.type": "PubSub",
+    "mutator.input.type": "PubSub",
+    "mutator.output.good.type": "BigQuery",
+    "repeater.input.type": "PubSub",
+    "repeater.output.good.type": "BigQuery",
+    "repeater.output.deadLetters.type": "Gcs",
+}
+_REQUIRED = (
+    "projectId",
+    "loader.input.subscription",
+    "loader.output.good.datasetId",
+    "loader.output.good.tableId",
+    "loader.output.bad.topic",
+    "loader.output.types.topic",
+    "loader.output.failedInserts.topic",
+    "mutator.input.subscription",
+)
+_READ = frozenset(
+    {
+        *_REQUIRED,
+        "mutator.output.good.datasetId",
+        "mutator.output.good.tableId",
+        "repeater.input.subscription",
+        "repeater.output.good.datasetId",
+        "repeater.output.good.tableId",
+        "repeater.output.deadLetters.bucket",
+        *_TYPES,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """What a Snowplow config names, per service.
+
+    Attributes:
+        bigquery: the loader's view (input, table, topics); the dead-letter writer's too.
+        mutator: the same with the mutator's table (1.x ``mutator.output.good``).
+        repeater: the same with the repeater's table (1.x ``repeater.output.good``).
+        failed_inserts_subscription: 1.x ``repeater.input.subscription`` (0.x: a flag).
+        dead_end_bucket: 1.x ``repeater.output.deadLetters.bucket`` (0.x: a flag).
+        unmapped: dotted paths of the keys plowline does not use, in document order.
+        layout: ``0.x`` or ``1.x``.
+    """
+
+    bigquery: BigQueryConfig
+    mutator: BigQueryConfig
+    repeater: BigQueryConfig
+    failed_inserts_subscription: str | None = None
+    dead_end_bucket: str | None = None
+    unmapped: tuple[str, ...] = ()
+    layout: str = "0.x"
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> PipelineConfig:
+        """Return the config of a parsed 0.x or 1.x document.
+
+        Raises:
+            ConfigError: neither layout, or a required key missing or of the wrong type
+                (the message names the dotted path).
+        """
+        if "schema" in document and "data" in document:
+            bigquery = BigQueryConfig.parse(document)
+            return cls(bigquery, bigquery, bigquery)
+        if "projectId" in document or "loader" in document:
+            return _from_v1(document)
+        raise ConfigError(
+            "neither a Snowplow 0.x bigquery_config (self-describing JSON with schema and data) "
+            "nor a 1.x config (projectId, loader, mutator, repeater); keys found: "
+            f"{sorted(document)}"
+        )
+
+
+def _from_v1(tree: Mapping[str, Any]) -> PipelineConfig:
+    missing = [path for path in _REQUIRED if _get(tree, path) is None]
+    if missing:
+        raise ConfigError(
+            f"{', '.join(missing)}: missing (required by the Snowplow 1.x config layout)"
+        )
+    for path, expected in _TYPES.items():
+        found = _get(tree, path)
+        if found is not None and found != expected:
+            raise ConfigError(f"{path}: {found!r} is not supported (plowline reads {expected!r})")
+    good = (_text(tree, "loader.output.good.datasetId"), _text(tree, "loader.output.good.tableId"))
+    bigquery = BigQueryConfig(
+        name=V1_NAME,
+        id="",
+        project_id=_text(tree, "projectId"),
+        dataset_id=good[0],
+        table_id=good[1],
+        input=_text(tree, "loader.input.subscription"),
+        types_topic=_text(tree, "loader.output.types.topic"),
+        types_subscription=_text(tree, "mutator.input.subscription"),
+        bad_rows=_text(tree, "loader.output.bad.topic"),
+        failed_inserts=_text(tree, "loader.output.failedInserts.topic"),
+        load=LoadMode(LoadKind.STREAMING_INSERTS, retry=False),
+        purpose="ENRICHED_EVENTS",
+    )
+    return PipelineConfig(
+        bigquery=bigquery,
+        mutator=_table(tree, "mutator", bigquery),
+        repeater=_table(tree, "repeater", bigquery),
+        failed_inserts_subscription=_text(tree, "repeater.input.subscription", required=False),
+        dead_end_bucket=_text(tree, "repeater.output.deadLetters.bucket", required=False),
+        unmapped=tuple(path for path in _leaves(tree, "") if path not in _READ),
+        layout="1.x",
+    )
+
+
+def _table(tree: Mapping[str, Any], app: str, loader: BigQueryConfig) -> BigQueryConfig:
+    """Return ``loader`` on ``<app>.output.good``'s table (the loader's when absent)."""
+    dataset = _text(tree, f"{app}.output.good.datasetId", required=False)
+    table = _text(tree, f"{app}.output.good.tableId", required=False)
+    return replace(
+        loader, dataset_id=dataset or loader.dataset_id, table_id=table or loader.table_id
+    )
+
+
+def _get(tree: Mapping[str, Any], path: str) -> Any:
+    node: Any = tree
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _text(tree: Mapping[str, Any], path: str, required: bool = True) -> Any:
+    value = _get(tree, path)
+    if value is None:
+        if required:
+            raise ConfigError(f"{path}: missing (required by the Snowplow 1.x config layout)")
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{path}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _leaves(node: Any, prefix: str) -> Iterator[str]:
+    if isinstance(node, Mapping) and node:
+        for key, child in node.items():
+            yield from _leaves(child, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix
