@@ -137,3 +137,17 @@ def test_dev_faults_lists_every_fault_of_the_catalogue(capsys: pytest.CaptureFix
     printed = [line.split(":", 1)[0] for line in capsys.readouterr().out.splitlines()]
     expected = (0, [f"{spec.stand_in}.{spec.name}" for spec in CATALOGUE])
     assert expected == (code, printed)
+
+
+def test_the_sample_one_percent_plan_fails_one_percent_of_bigquery_rest_calls() -> None:
+    """examples/faults-1pct.toml parses, and its BigQuery REST rates add up to 1%."""
+    path = Path(plowline_devstack.faults.__file__).parent / "examples" / "faults-1pct.toml"
+    plan = load_faults(path)
+    rest = ("backend-error", "rate-limit-exceeded", "response-lost-after-write")
+    bigquery = plan.for_server("bigquery")
+    expected = (0.01, True)
+    actual = (
+        round(sum(bigquery[name]["rate"] for name in rest), 6),
+        bool(plan.for_server("pubsub")),
+    )
+    assert expected == actual
