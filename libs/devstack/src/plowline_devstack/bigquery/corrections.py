@@ -23,6 +23,14 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
 
+Faults are not corrections: a correction is always on, a fault only when a fault plan
+names it (``--faults FILE``). The BigQuery faults (``backend-error``,
+``rate-limit-exceeded``, ``timeout``, ``response-lost-after-write`` on REST;
+``append-stream-broken-after-apply``, ``schema-propagation-delay`` on the Write API) live
+in :mod:`.faults` and :mod:`.write_faults`; the launcher puts the REST ones first in the
+chain, before every correction, and installs the Write API ones on top of
+:mod:`.write_streams`.
+
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
 each defect exists without it).

@@ -13,7 +13,10 @@ correction or the emulator:
 * ``response-lost-after-write``: a write (insertAll, tables.patch/update, jobs.insert) is
   applied, then answered 503 ``backendError`` instead of its result. A retried insertAll
   is then de-duplicated by insertId (the ``insert-id-dedup`` correction, within its
-  window); a retried jobs.insert with the same job id gets 409 Duplicate.
+  window); a retried jobs.insert finds its job id taken.
+
+The same entries note the columns each successful tables.patch/update adds, for the Write
+API's ``schema-propagation-delay`` (:func:`record_widening`, read by :mod:`.write_faults`).
 
 Routes (``FAULTED_ROUTES``): insertAll; tables.get/patch/update; jobs.insert, jobs.get,
 jobs.query, jobs.getQueryResults. Creating datasets and tables, listing and reading rows
