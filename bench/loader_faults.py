@@ -1,20 +1,28 @@
 """Measure the streaming loader's throughput with faults on against none, in the same run.
 
 Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 10000]
-[--max-messages N]`` (default plan: ``examples/faults-1pct.toml``, 1% of BigQuery and
-Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
+[--max-messages N] [--rounds 2]`` (default plan: ``examples/faults-1pct.toml``, 1% of
+BigQuery and Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
 
-For each plan in turn (none first, then ``--faults``) on a fresh local stack, the same
-Spark session (local[2]) and the same traffic as ``bench/loader.py``'s sustained phase:
-warm up with 1,000 events, drain a backlog of ``--events`` enriched events and report
-events/s at steady state and from the query's start (``bench/loader.py`` explains both).
-Then count the table's rows and distinct event ids: with faults on, a difference is a
-duplicate and a shortfall a loss (counts are exact: both runs start from an empty table).
+Runs each plan ``--rounds`` times, ordered none, faults, then faults, none, ... (so what
+the machine does meanwhile weighs on both alike), each on a fresh local stack with the
+same Spark session (local[2]) and the same traffic as ``bench/loader.py``'s sustained
+phase: warm up with 1,000 events, drain a backlog of ``--events`` enriched events, and
+take events/s at steady state and from the query's start (``bench/loader.py`` explains
+both); the figures printed are medians. Then it counts the table's rows and distinct event
+ids: with faults on, a difference is a duplicate and a shortfall a loss (counts are exact:
+every run starts from an empty table).
+
+Notes:
+    The drain ends when the loader has taken in ``--events`` messages; redeliveries count,
+    so with Pub/Sub duplicates on the faulty drain ends a little early (the counts above
+    show what reached the table).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -97,16 +105,31 @@ def main() -> None:
         default=base.MAX_MESSAGES,
         help=f"messages per partition per micro-batch (the loader's default, {base.MAX_MESSAGES})",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="pairs of runs, ordered none, faults, faults, none, ... so that whatever "
+        "the machine does meanwhile weighs on both alike (2)",
+    )
     args = parser.parse_args()
     plan = load_faults(args.faults)
     base._registry_dir(base.ROOT)
     spark = build_spark_session(SparkSettings(master="local[2]", app_name="plowline-bench"))
+    runs: dict[str, list[dict[str, float]]] = {"kind": [], "faulty": []}
+    order = [("kind", "faulty"), ("faulty", "kind")]
     try:
-        kind = _run(spark, NO_FAULTS, "kind", args.events, args.max_messages)
-        faulty = _run(spark, plan, "faulty", args.events, args.max_messages)
+        for round_ in range(args.rounds):
+            for name in order[round_ % 2]:
+                chosen = NO_FAULTS if name == "kind" else plan
+                tag = f"{name}-{round_}"
+                runs[name].append(_run(spark, chosen, tag, args.events, args.max_messages))
     finally:
         spark.stop()
+    kind = {key: statistics.median(r[key] for r in runs["kind"]) for key in runs["kind"][0]}
+    faulty = {key: statistics.median(r[key] for r in runs["faulty"]) for key in runs["kind"][0]}
     print(f"faults: {args.faults} ({', '.join(plan.names())})")
+    print(f"{args.rounds} runs each, medians; {args.events:,} events per run after {WARM_UP:,}")
     print(f"{'measure':<34}  {'no faults':>12}  {'faults':>12}  {'ratio':>6}")
     for key, label in (
         ("steady", "events/s, steady state"),
@@ -121,6 +144,9 @@ def main() -> None:
         ("distinct", "distinct event ids in the table"),
     ):
         print(f"{label:<34}  {kind[key]:>12,.1f}  {faulty[key]:>12,.1f}")
+    for name in ("kind", "faulty"):
+        each = ", ".join(f"{r['from_start']:,.0f}" for r in runs[name])
+        print(f"events/s from query start, each {name} run: {each}")
 
 
 if __name__ == "__main__":
