@@ -1,7 +1,7 @@
 """Measure the streaming loader's throughput with faults on against none, in the same run.
 
 Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 10000]
-[--max-messages N] [--rounds 2]`` (default plan: ``examples/faults-1pct.toml``, 1% of
+[--max-messages N] [--rounds 2] [--mode streaming-inserts|write-api-default]`` (default plan: ``examples/faults-1pct.toml``, 1% of
 BigQuery and Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
 
 Runs each plan ``--rounds`` times, ordered none, faults, then faults, none, ... (so what
@@ -22,6 +22,7 @@ Notes:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import threading
 import time
@@ -34,16 +35,31 @@ from google.cloud.bigquery.retry import DEFAULT_RETRY
 from plowline_cloud.clients import bigquery_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.config import LoadKind, LoadMode, WriteStreamKind
 from plowline_core.schema.columns import column_field
 from plowline_devstack.faults import NO_FAULTS, FaultPlan, load_faults
 from plowline_devstack.provisioning import StackConfig
 from plowline_devstack.stack import LocalStack, start_stack
+from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.spark import SparkSettings, build_spark_session
 from pyspark.sql import SparkSession
 
 DEFAULT_PLAN = Path(plowline_devstack.__file__).parent / "examples" / "faults-1pct.toml"
 WARM_UP = 1_000
 RETRY = DEFAULT_RETRY.with_deadline(120)
+
+
+MODES = ("streaming-inserts", "write-api-default")
+_streaming_config = base._config
+
+
+def _write_api_config(stack: LocalStack, root: Path, subscription: str) -> WorkerConfig:
+    """bench/loader.py's config, loading through the Write API's _default stream."""
+    config = _streaming_config(stack, root, subscription)
+    load = LoadMode(LoadKind.STORAGE_WRITE_API, stream=WriteStreamKind.DEFAULT)
+    bigquery = dataclasses.replace(config.bigquery, load=load)
+    grpc = stack.endpoints.bigquery_grpc_target
+    return dataclasses.replace(config, bigquery=bigquery, bigquery_grpc_host=grpc)
 
 
 def _counts(stack: LocalStack) -> tuple[int, int]:
@@ -106,6 +122,13 @@ def main() -> None:
         help=f"messages per partition per micro-batch (the loader's default, {base.MAX_MESSAGES})",
     )
     parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=MODES[0],
+        help="how the loader writes: insertAll, or the Write API's _default stream "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=2,
@@ -114,6 +137,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     plan = load_faults(args.faults)
+    if args.mode == "write-api-default":
+        base._config = _write_api_config
     base._registry_dir(base.ROOT)
     spark = build_spark_session(SparkSettings(master="local[2]", app_name="plowline-bench"))
     runs: dict[str, list[dict[str, float]]] = {"kind": [], "faulty": []}
@@ -129,7 +154,10 @@ def main() -> None:
     kind = {key: statistics.median(r[key] for r in runs["kind"]) for key in runs["kind"][0]}
     faulty = {key: statistics.median(r[key] for r in runs["faulty"]) for key in runs["kind"][0]}
     print(f"faults: {args.faults} ({', '.join(plan.names())})")
-    print(f"{args.rounds} runs each, medians; {args.events:,} events per run after {WARM_UP:,}")
+    print(
+        f"{args.mode}: {args.rounds} runs each, medians; "
+        f"{args.events:,} events per run after {WARM_UP:,}"
+    )
     print(f"{'measure':<34}  {'no faults':>12}  {'faults':>12}  {'ratio':>6}")
     for key, label in (
         ("steady", "events/s, steady state"),
