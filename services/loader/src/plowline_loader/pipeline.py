@@ -13,7 +13,10 @@ and announces on the types topic the entity types whose column the table lacks.
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
     Returning is the promise that every outcome is durable (the insert returned, every
-    publish confirmed), so the caller may ack. An exception means nothing may be acked:
+    publish confirmed), so the caller may ack. An exception means nothing may be acked,
+    except ``PartlyDelivered``: the insert returned, then a publish failed; its rows are
+    durable and must be acked (handing them back would insert them again on every retry,
+    past BigQuery's insertId window); only the messages it names are handed back.
     ``RegistryUnavailable`` (a ``TransientError``) is raised before anything is written,
     so a registry outage never turns good events into bad rows. Types are published
     before the insert, so the mutator starts adding columns as early as possible.
@@ -26,10 +29,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 from typing import NamedTuple
 
 import orjson
 from plowline_core.badrows import BadRow, Processor, SizeViolationRow
+from plowline_core.errors import TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
 from plowline_core.messages import encode_failed_insert, encode_types
@@ -142,6 +147,14 @@ class _Sorted(NamedTuple):
     goods: list[_Good]
     bad_rows: list[bytes]
     bad_by_code: Counter[str]
+    bad_messages: list[InboundMessage]  # one per bad row, in order
+
+
+class _Stage(Enum):
+    """How far ``deliver`` got after the insert: publishing failed inserts, or bad rows."""
+
+    FAILED = "failed inserts"
+    BAD = "bad rows"
 
 
 class PreparedBatch(NamedTuple):
@@ -150,6 +163,21 @@ class PreparedBatch(NamedTuple):
     messages: Sequence[InboundMessage]
     batch: _Sorted
     started: datetime
+
+
+class PartlyDelivered(TransientError):
+    """The insert returned, then a publish failed: ack the durable part, hand back the rest.
+
+    Attributes:
+        outcome: the counts of the messages whose outcome is durable.
+        not_durable: the message ids whose outcome (failed insert or bad row) was not
+            published; only these may be handed back.
+    """
+
+    def __init__(self, message: str, outcome: BatchOutcome, not_durable: frozenset[str]) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.not_durable = not_durable
 
 
 class AccountingError(AssertionError):
@@ -200,24 +228,68 @@ class BatchProcessor:
             two share no mutable state.
 
         Raises:
+            PartlyDelivered: a publish failed after the insert returned; ack all but the
+                messages it names.
             TransientError: the table or a topic is failing; ack nothing of this batch.
         """
         messages, batch, started = prepared
         published = self._publish_missing_types(batch.goods, started)
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()
-        published += self._publish_implicated_types(batch.goods, failures, inserted_at)
-        if failures:
-            self._to.failed_inserts.publish([encode_failed_insert(f.row.data) for f in failures])
-        if batch.bad_rows:
-            self._to.bad_rows.publish(batch.bad_rows)
+        stage = _Stage.FAILED
+        try:
+            published += self._publish_implicated_types(batch.goods, failures, inserted_at)
+            if failures:
+                self._to.failed_inserts.publish(
+                    [encode_failed_insert(f.row.data) for f in failures]
+                )
+            stage = _Stage.BAD
+            if batch.bad_rows:
+                self._to.bad_rows.publish(batch.bad_rows)
+        except TransientError as error:
+            raise self._partly(prepared, failures, published, inserted_at, stage, error) from error
         outcome = self._outcome(messages, batch, failures, published, started, inserted_at)
         _check_accounts(outcome)
         return outcome
 
+    def _partly(
+        self,
+        prepared: PreparedBatch,
+        failures: Sequence[InsertFailure],
+        published: int,
+        inserted_at: datetime,
+        stage: _Stage,
+        error: TransientError,
+    ) -> PartlyDelivered:
+        """Return the error naming what the failed publish left not durable."""
+        messages, batch, started = prepared
+        pending = list(batch.bad_messages)
+        failed_durable = stage is not _Stage.FAILED
+        if not failed_durable:
+            refused = {id(failure.row) for failure in failures}
+            pending += [good.message for good in batch.goods if id(good.row) in refused]
+        durable = batch._replace(bad_rows=[], bad_by_code=Counter(), bad_messages=[])
+        outcome = self._outcome(
+            messages,
+            durable,
+            failures,
+            published,
+            started,
+            inserted_at,
+            len(pending),
+            failed_durable,
+        )
+        _check_accounts(outcome)
+        return PartlyDelivered(
+            f"{error} (after the insert: {len(pending)} messages handed back)",
+            outcome,
+            frozenset(message.message_id for message in pending),
+        )
+
     def _sort(self, messages: Sequence[InboundMessage], now: datetime) -> _Sorted:
         goods: list[_Good] = []
         bad_rows: list[bytes] = []
+        bad_messages: list[InboundMessage] = []
         codes: Counter[str] = Counter()
         for message in messages:
             result = self._transform(message.data)
@@ -228,8 +300,9 @@ class BatchProcessor:
                     continue
                 result = oversized
             bad_rows.append(self._bad_row_json(result, message.data, now))
+            bad_messages.append(message)
             codes[str(result.code)] += 1
-        return _Sorted(goods, bad_rows, codes)
+        return _Sorted(goods, bad_rows, codes, bad_messages)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
         try:
@@ -297,18 +370,21 @@ class BatchProcessor:
         types_published: int,
         started: datetime,
         inserted_at: datetime,
+        handed_back: int = 0,
+        failed_durable: bool = True,
     ) -> BatchOutcome:
         refused = {id(failure.row) for failure in failures}
         landed = [good for good in batch.goods if id(good.row) not in refused]
+        failed = failures if failed_durable else ()
         return BatchOutcome(
-            events_in=len(messages),
+            events_in=len(messages) - handed_back,
             good=len(landed),
             bad=len(batch.bad_rows),
-            failed=len(failures),
+            failed=len(failed),
             types_published=types_published,
             duration_s=(self._clock.now() - started).total_seconds(),
             bad_by_code=dict(batch.bad_by_code),
-            failed_by_reason=dict(Counter(str(f.reason) for f in failures)),
+            failed_by_reason=dict(Counter(str(f.reason) for f in failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
         )
