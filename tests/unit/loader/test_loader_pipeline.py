@@ -545,7 +545,7 @@ def test_a_failed_bad_row_publish_hands_back_only_the_bad_lines() -> None:
         1,
         0,
     )
-    assert report.transient_error is not None and "badRows: 503" in report.transient_error
+    assert str(report.transient_error).startswith("PartlyDelivered: badRows: 503")
 
 
 def test_a_publish_failing_in_a_later_chunk_hands_back_the_chunks_after_it() -> None:

@@ -8,6 +8,7 @@ Notes:
     Names (namespace ``plowline``): ``loader_events_in_total``, ``loader_good_total``,
     ``loader_bad_total{code}``, ``loader_failed_inserts_total{reason}``,
     ``loader_types_published_total``, ``loader_transient_failures_total``,
+    ``loader_unsettled_acks_total`` (ack ids whose ack or nack kept failing after the writes),
     ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
     ``loader_publish_to_insert_seconds``, ``loader_ready``.
 """
@@ -36,6 +37,7 @@ class LoaderMetrics:
     failed: Counter
     types_published: Counter
     transient_failures: Counter
+    unsettled_acks: Counter
     batch_duration: Histogram
     collector_latency: Histogram
     publish_latency: Histogram
@@ -53,6 +55,10 @@ class LoaderMetrics:
             types_published=registry.counter("loader_types_published", "Entity types published"),
             transient_failures=registry.counter(
                 "loader_transient_failures", "Partitions handed back after a transient error"
+            ),
+            unsettled_acks=registry.counter(
+                "loader_unsettled_acks",
+                "Ack ids whose ack or nack kept failing once the writes were durable",
             ),
             batch_duration=registry.histogram(
                 "loader_batch_duration_seconds", "Micro-batch wall time", buckets=_DURATION_BUCKETS

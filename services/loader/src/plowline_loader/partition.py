@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -57,6 +57,7 @@ class PartitionReport:
     outcome: BatchOutcome = field(default_factory=BatchOutcome)
     transient_error: str | None = None
     registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
+    unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +80,10 @@ class StreamingPartition:
         """Process the partition's messages, settle them, and yield one report."""
         recorder = _Recorder(self.config)
         acks = self.acks
-        AckingPartition(recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s)(
-            rows
-        )
-        yield recorder.report
+        settled = AckingPartition(
+            recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s
+        )(rows)
+        yield replace(recorder.report, unsettled_acks=settled.unsettled)
 
 
 class ChunkProcessor(Protocol):
