@@ -53,6 +53,9 @@ from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_loader.types import TypeTracker
 
 BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
+# Pub/Sub refuses publish requests over 10,000,000 bytes (the client raises before sending);
+# the topic path and the framing of one message fit in the 100 KB left.
+PUBSUB_MESSAGE_BYTES = 9_900_000
 _ROW_OVERHEAD = 64  # {"insertId": …, "json": …} around each row in the request
 # JSON escaping makes a string at most 6x longer (\u00XX): lines below this bound cannot
 # produce an oversized row, so the common case skips serialising the row to measure it.
@@ -70,10 +73,12 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Size limits: a row must fit one insertAll request, a bad row one Pub/Sub message."""
+    """Size limits: a row must fit one insertAll request; a bad row and a failed insert one
+    Pub/Sub message (a failed insert over its limit becomes a ``size_violation`` bad row)."""
 
     max_row_bytes: int = BIGQUERY_REQUEST_BYTES
     max_bad_row_bytes: int = 6_900_000
+    max_failed_insert_bytes: int = PUBSUB_MESSAGE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,13 +241,13 @@ class BatchProcessor:
         published = self._publish_missing_types(batch.goods, started)
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()
+        batch, failures, payloads = self._cap_failed(batch, failures, inserted_at)
+        prepared = PreparedBatch(messages, batch, started)
         stage = _Stage.FAILED
         try:
             published += self._publish_implicated_types(batch.goods, failures, inserted_at)
             if failures:
-                self._to.failed_inserts.publish(
-                    [encode_failed_insert(f.row.data) for f in failures]
-                )
+                self._to.failed_inserts.publish(payloads)
             stage = _Stage.BAD
             if batch.bad_rows:
                 self._to.bad_rows.publish(batch.bad_rows)
@@ -251,6 +256,53 @@ class BatchProcessor:
         outcome = self._outcome(messages, batch, failures, published, started, inserted_at)
         _check_accounts(outcome)
         return outcome
+
+    def _cap_failed(
+        self, batch: _Sorted, failures: Sequence[InsertFailure], now: datetime
+    ) -> tuple[_Sorted, list[InsertFailure], list[bytes]]:
+        """Turn failed inserts too big for one Pub/Sub message into ``size_violation`` bad rows.
+
+        Returns:
+            The batch (the oversized rows moved from its goods to its bad rows), the
+            failures left, and their failedInserts payloads.
+        """
+        limit = self._limits.max_failed_insert_bytes
+        payloads = [encode_failed_insert(failure.row.data) for failure in failures]
+        if all(len(payload) <= limit for payload in payloads):
+            return batch, list(failures), payloads
+        oversized = {
+            id(failure.row): len(payload)
+            for failure, payload in zip(failures, payloads, strict=True)
+            if len(payload) > limit
+        }
+        bad_rows, bad_messages = list(batch.bad_rows), list(batch.bad_messages)
+        codes = Counter(batch.bad_by_code)
+        for good in batch.goods:
+            size = oversized.get(id(good.row))
+            if size is None:
+                continue
+            expectation = (
+                f"failed insert of {size} bytes exceeds the {limit}-byte budget of one "
+                "Pub/Sub message (failedInserts)"
+            )
+            violation = SizeViolationRow.for_payload(
+                good.message.data,
+                self._limits.max_bad_row_bytes,
+                expectation,
+                _iso(now),
+                self._processor,
+            )
+            bad_rows.append(violation.to_json(self._processor))
+            bad_messages.append(good.message)
+            codes[str(violation.code)] += 1
+        goods = [good for good in batch.goods if id(good.row) not in oversized]
+        kept = [
+            (failure, payload)
+            for failure, payload in zip(failures, payloads, strict=True)
+            if id(failure.row) not in oversized
+        ]
+        capped = _Sorted(goods, bad_rows, codes, bad_messages)
+        return capped, [failure for failure, _ in kept], [payload for _, payload in kept]
 
     def _partly(
         self,
