@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from plowline_cloud.pubsub import Delivery, PubSubPublisher, PubSubSubscriber
 from plowline_core.errors import PermanentError
-from plowline_loader.pipeline import PUBSUB_MESSAGE_BYTES
+from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
 
 
 class _Collector:
@@ -142,7 +142,7 @@ def test_a_message_near_the_request_limit_is_a_permanent_error(
 
 
 def test_a_failed_insert_at_the_loader_budget_is_published(channel: Any, publisher: Any) -> None:
-    """A message of the loader's failed-insert budget (9,900,000 bytes) fits one request."""
+    """A message of the loader's failed-insert budget (10 MB less 64 KiB) fits one request."""
     ids = PubSubPublisher(publisher, channel.topic, timeout=60).publish(
         [b"x" * PUBSUB_MESSAGE_BYTES]
     )

@@ -31,7 +31,7 @@ Pair = tuple[bigquery.Client, BigQueryWriteClient]
 def _emulator_without(
     names: list[str], cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Pair]:
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    ports = dict(zip(("port", "grpc_port"), servers.free_ports(2), strict=True))
     argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
     for name in names:
         argv += ["--disable-correction", name]

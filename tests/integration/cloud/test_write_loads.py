@@ -33,7 +33,7 @@ def loads_bq(
     cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[bigquery.Client]:
     """A corrected bqemulator that reads gs:// load sources from the stack's storage emulator."""
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    ports = dict(zip(("port", "grpc_port"), servers.free_ports(2), strict=True))
     argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
     log = tmp_path_factory.mktemp("loads-bq") / "bigquery.log"
     with pytest.MonkeyPatch.context() as patch:

@@ -21,7 +21,7 @@ def uncorrected(
     local_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[bigquery.Client]:
     """A client of bqemulator without any correction (offline start only)."""
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+    ports = dict(zip(("port", "grpc_port"), servers.free_ports(2), strict=True))
     argv = [
         *servers.command(servers.BIGQUERY, "127.0.0.1", ports, local_stack.project, None),
         "--no-corrections",

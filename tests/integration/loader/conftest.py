@@ -8,20 +8,27 @@ conftest: the module is registered for pickling by value.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plowline_cloud.clients import publisher_client, subscriber_client
+from google.cloud import bigquery
+from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.schema.entity import ColumnMode
+from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from plowline_devstack.stack import LocalStack
+from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source import AckingPartition
 from plowline_loader.spark import SparkSettings, build_spark_session
 from pyspark import cloudpickle
@@ -318,3 +325,150 @@ def _spawn_loader(
 def spawn_loader() -> Callable[..., subprocess.Popen[bytes]]:
     """``spawn_loader(config, resolver, log, max_messages=…)``: the loader as a real process."""
     return _spawn_loader
+
+
+RIG_ACK_DEADLINE_S = 10
+
+
+@dataclass(frozen=True)
+class ModeRig:
+    """A fresh table, input and bad-rows subscriptions, and loader config files for one ``load``."""
+
+    stack: LocalStack
+    root: Path
+    table_ref: str
+    input_topic: str
+    bad_rows_subscription: str
+    config_file: Path
+    resolver_file: Path
+
+    def config(self) -> WorkerConfig:
+        """Return the executors' config pointing at the local stack."""
+        return WorkerConfig(
+            bigquery=load_bigquery_config(self.config_file),
+            resolver_json=self.resolver_file.read_text(),
+            resolver_dir=str(self.root),
+            column_mode=ColumnMode.FULL,
+            version="0.1.0",
+            pubsub_emulator_host=self.stack.endpoints.pubsub_target,
+            bigquery_emulator_host=self.stack.endpoints.bigquery_url,
+            bigquery_grpc_host=self.stack.endpoints.bigquery_grpc_target,
+            storage_emulator_host=self.stack.endpoints.storage_url,
+            staging_bucket=sorted(self.stack.config.buckets)[0],
+        )
+
+    def publish(self, event_ids: list[str]) -> None:
+        """Publish one enriched line per event id and wait until each is accepted."""
+        self.publish_bodies(
+            [(enriched_line(event_id=event_id).encode(), {}) for event_id in event_ids]
+        )
+
+    def publish_bodies(self, bodies: Sequence[tuple[bytes, Mapping[str, str]]]) -> None:
+        """Publish raw message bodies with their attributes; wait until each is accepted."""
+        publisher = publisher_client(self.stack.endpoints.pubsub_target)
+        futures = [publisher.publish(self.input_topic, data, **attrs) for data, attrs in bodies]
+        for future in futures:
+            future.result(timeout=60)
+
+    def counts(self) -> tuple[int, int]:
+        """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
+        client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
+        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
+        row = next(iter(client.query(sql).result()))
+        return int(row["n"]), int(row["d"])
+
+    def bad_rows(self) -> list[bytes]:
+        """Pull and ack every bad row published so far (the loader confirmed each publish)."""
+        client = subscriber_client(self.stack.endpoints.pubsub_target)
+        found: list[bytes] = []
+        while True:
+            response = client.pull(
+                request={"subscription": self.bad_rows_subscription, "max_messages": 100},
+                timeout=10,
+            )
+            received = list(response.received_messages)
+            if not received:
+                return found
+            found.extend(bytes(r.message.data) for r in received)
+            client.acknowledge(
+                request={
+                    "subscription": self.bad_rows_subscription,
+                    "ack_ids": [r.ack_id for r in received],
+                }
+            )
+
+
+def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
+    name = uuid.uuid4().hex[:10]
+    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
+    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
+    client.create_table(bigquery.Table(table_ref, schema=schema))
+    project = f"projects/{stack.project}"
+    topics = {kind: f"{project}/topics/{kind}-{name}" for kind in ("in", "bad")}
+    subscriptions = {kind: f"{project}/subscriptions/{kind}-{name}" for kind in topics}
+    for kind, topic in topics.items():
+        publisher_client(stack.endpoints.pubsub_target).create_topic(request={"name": topic})
+        subscriber_client(stack.endpoints.pubsub_target).create_subscription(
+            request={
+                "name": subscriptions[kind],
+                "topic": topic,
+                "ack_deadline_seconds": RIG_ACK_DEADLINE_S,
+            }
+        )
+    config = _bigquery_config(stack, f"events_{name}", name, load)
+    repository = root / "iglu"
+    repository.mkdir()
+    config_file, resolver_file = root / "config.json", root / "resolver.json"
+    config_file.write_text(json.dumps(config))
+    resolver_file.write_text(json.dumps(_empty_resolver(repository)))
+    return ModeRig(
+        stack, root, table_ref, topics["in"], subscriptions["bad"], config_file, resolver_file
+    )
+
+
+def _empty_resolver(repository: Path) -> dict[str, Any]:
+    return {
+        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+        "data": {
+            "cacheSize": 10,
+            "cacheTtl": 60,
+            "repositories": [
+                {
+                    "name": "empty",
+                    "priority": 0,
+                    "vendorPrefixes": [],
+                    "connection": {"embedded": {"path": str(repository)}},
+                }
+            ],
+        },
+    }
+
+
+def _bigquery_config(
+    stack: LocalStack, table: str, name: str, load: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
+        "data": {
+            "name": "write modes test",
+            "id": "31b1559d-d319-4023-aaae-97698238d808",
+            "projectId": stack.project,
+            "datasetId": stack.dataset,
+            "tableId": table,
+            "input": f"in-{name}",
+            "typesTopic": "types",
+            "typesSubscription": "types-mutator",
+            "badRows": f"bad-{name}",
+            "failedInserts": "failed-inserts",
+            "load": load,
+            "purpose": "ENRICHED_EVENTS",
+        },
+    }
+
+
+@pytest.fixture
+def mode_rig(local_stack: LocalStack, tmp_path: Path) -> Callable[[dict[str, Any]], ModeRig]:
+    """``mode_rig(load)``: a fresh events table (atomic columns), input and bad-rows topics, and
+    config files for that ``load`` mode, on the session's local stack."""
+    return lambda load: _new_rig(local_stack, tmp_path, load)

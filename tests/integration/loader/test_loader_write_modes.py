@@ -1,155 +1,39 @@
 """The streaming loader in each ``load.mode`` on the local stack: every event lands once.
 
-Each test gets a fresh events table (atomic columns) and input subscription, so the
-table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)`` are this test's alone. Events carry
+Each test gets a fresh events table (atomic columns) and input subscription
+(``mode_rig``), so the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)`` are this test's alone. Events carry
 no entities: the Iglu resolver is never asked (an empty embedded repository suffices).
 STREAMING_INSERTS is covered by ``test_loader_streaming.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from google.cloud import bigquery
-from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.event.fields import ATOMIC_COLUMNS
-from plowline_core.schema.entity import ColumnMode
-from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.stack import LocalStack
-from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from plowline_cloud.clients import bigquery_client
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    from conftest import ModeRig
 
 EVENTS_PER_MODE = 10_000
 KILLS = 3
 EVENTS_PER_LIFE = 1_000  # published before each loader process starts (kills + 1 lives)
-ACK_DEADLINE_S = 10
+ACK_DEADLINE_S = 10  # the rig's subscriptions' (conftest.RIG_ACK_DEADLINE_S)
 _LOADER_FLAGS = {
     "max_messages": 100,
     "ack_deadline_s": ACK_DEADLINE_S,
     "env": {"PLOWLINE_LOADER_LOG_JSON": "false"},
 }
-
-
-@dataclass(frozen=True)
-class ModeRig:
-    """A fresh table and input subscription, and loader config files for one ``load`` mode."""
-
-    stack: LocalStack
-    root: Path
-    table_ref: str
-    input_topic: str
-    config_file: Path
-    resolver_file: Path
-
-    def config(self) -> WorkerConfig:
-        """Return the executors' config pointing at the local stack."""
-        return WorkerConfig(
-            bigquery=load_bigquery_config(self.config_file),
-            resolver_json=self.resolver_file.read_text(),
-            resolver_dir=str(self.root),
-            column_mode=ColumnMode.FULL,
-            version="0.1.0",
-            pubsub_emulator_host=self.stack.endpoints.pubsub_target,
-            bigquery_emulator_host=self.stack.endpoints.bigquery_url,
-            bigquery_grpc_host=self.stack.endpoints.bigquery_grpc_target,
-            storage_emulator_host=self.stack.endpoints.storage_url,
-            staging_bucket=_bucket(self.stack),
-        )
-
-    def publish(self, event_ids: list[str]) -> None:
-        """Publish one enriched line per event id and wait until each is accepted."""
-        publisher = publisher_client(self.stack.endpoints.pubsub_target)
-        futures = [
-            publisher.publish(self.input_topic, enriched_line(event_id=event_id).encode())
-            for event_id in event_ids
-        ]
-        for future in futures:
-            future.result(timeout=60)
-
-    def counts(self) -> tuple[int, int]:
-        """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
-        client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
-        row = next(iter(client.query(sql).result()))
-        return int(row["n"]), int(row["d"])
-
-
-def _bucket(stack: LocalStack) -> str:
-    return sorted(stack.config.buckets)[0]
-
-
-def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
-    name = uuid.uuid4().hex[:10]
-    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
-    table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
-    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
-    client.create_table(bigquery.Table(table_ref, schema=schema))
-    endpoint = stack.endpoints.pubsub_target
-    project = f"projects/{stack.project}"
-    topic = f"{project}/topics/in-{name}"
-    publisher_client(endpoint).create_topic(request={"name": topic})
-    subscriber_client(endpoint).create_subscription(
-        request={
-            "name": f"{project}/subscriptions/in-{name}",
-            "topic": topic,
-            "ack_deadline_seconds": ACK_DEADLINE_S,
-        }
-    )
-    config = _bigquery_config(stack, f"events_{name}", f"in-{name}", load)
-    repository = root / "iglu"
-    repository.mkdir()
-    resolver = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "cacheTtl": 60,
-            "repositories": [
-                {
-                    "name": "empty",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(repository)}},
-                }
-            ],
-        },
-    }
-    config_file, resolver_file = root / "config.json", root / "resolver.json"
-    config_file.write_text(json.dumps(config))
-    resolver_file.write_text(json.dumps(resolver))
-    return ModeRig(stack, root, table_ref, topic, config_file, resolver_file)
-
-
-def _bigquery_config(
-    stack: LocalStack, table: str, subscription: str, load: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "write modes test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": stack.project,
-            "datasetId": stack.dataset,
-            "tableId": table,
-            "input": subscription,
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": "bad-rows",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
 
 
 def _eventually(check: Callable[[], bool], timeout: float) -> bool:
@@ -172,10 +56,13 @@ def _eventually(check: Callable[[], bool], timeout: float) -> bool:
     ],
 )
 def test_every_event_lands_once(
-    spark: SparkSession, local_stack: LocalStack, tmp_path: Path, load: dict[str, Any]
+    spark: SparkSession,
+    mode_rig: Callable[[dict[str, Any]], ModeRig],
+    tmp_path: Path,
+    load: dict[str, Any],
 ) -> None:
     """10,000 events streamed through the loader in this mode are each in the table once."""
-    rig = _new_rig(local_stack, tmp_path, load)
+    rig = mode_rig(load)
     rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_MODE)])
     settings = StreamSettings(
         checkpoint=str(tmp_path / "checkpoint"),
@@ -197,10 +84,12 @@ def test_every_event_lands_once(
 
 
 def test_exactly_once_survives_three_kills(
-    local_stack: LocalStack, tmp_path: Path, spawn_loader: Callable[..., subprocess.Popen[bytes]]
+    mode_rig: Callable[[dict[str, Any]], ModeRig],
+    tmp_path: Path,
+    spawn_loader: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     """A loader process SIGKILLed three times mid-stream in exactly-once mode: no loss, no dupes."""
-    rig = _new_rig(local_stack, tmp_path, {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"})
+    rig = mode_rig({"mode": "STORAGE_WRITE_API", "stream": "exactly-once"})
     sent = 0
     for life in range(KILLS):
         rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_LIFE)])
@@ -232,10 +121,10 @@ def test_exactly_once_survives_three_kills(
 
 
 def test_file_loads_start_one_load_job_per_partition_per_window(
-    spark: SparkSession, local_stack: LocalStack, tmp_path: Path
+    spark: SparkSession, mode_rig: Callable[[dict[str, Any]], ModeRig], tmp_path: Path
 ) -> None:
     """2,000 events in FILE_LOADS: one load job per micro-batch partition, not one per 500 rows."""
-    rig = _new_rig(local_stack, tmp_path, {"mode": "FILE_LOADS", "frequency": 100})
+    rig = mode_rig({"mode": "FILE_LOADS", "frequency": 100})
     rig.publish([str(uuid.uuid4()) for _ in range(2_000)])
     settings = StreamSettings(
         checkpoint=str(tmp_path / "checkpoint"),
@@ -255,7 +144,7 @@ def test_file_loads_start_one_load_job_per_partition_per_window(
     finally:
         loader.stop(30)
 
-    client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    client = bigquery_client(rig.stack.project, rig.stack.endpoints.bigquery_url)
     table_id = rig.table_ref.rsplit(".", 1)[1]
     jobs = [
         job

@@ -32,6 +32,7 @@ from plowline_core.messages import encode_types
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.field import Field
+from plowline_core.schema.limits import MAX_LEAF_FIELDS, leaf_count
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_devstack.stack import LocalStack
@@ -306,3 +307,47 @@ def test_registry_down_then_up_redelivers_until_added(rig: MutatorRig) -> None:
     )
     expected = "RECORD"
     assert expected == rig.columns()["unstruct_event_com_acme_link_click_1_0_0"].type.value
+
+
+def test_listener_adds_what_it_can_and_acks_the_rest(rig: MutatorRig) -> None:
+    """Next to an illegal name and a type past 10,000 leaf fields, the good type is added once.
+
+    The table is filled to one leaf field short of BigQuery's limit; one message names a
+    three-field context (too wide), a column whose name passes 300 characters, and a
+    one-field event. The good column lands, the message is handled on its first delivery
+    (the old code nacked it forever), and each failure is counted by its kind.
+    """
+    wide = SchemaKey.parse("iglu:com.acme/wide/jsonschema/1-0-0")
+    long_vendor = SchemaKey.parse(f"iglu:com.{'v' * 300}/thing/jsonschema/1-0-0")
+    rig.registry.add(wide, object_schema({k: {"type": "string"} for k in ("x", "y", "z")}))
+    rig.registry.add(long_vendor, object_schema({"a": {"type": "string"}}))
+    rig.registry.add(CLICK, object_schema({"targetUrl": {"type": "string"}}))
+    table = rig.bq.get_table(rig.table_ref)
+    room = MAX_LEAF_FIELDS - leaf_count(Field.from_api(f.to_api_repr()) for f in table.schema)
+    filler = [bigquery.SchemaField(f"f{i}", "STRING") for i in range(room - 1)]
+    table.schema = [*table.schema, bigquery.SchemaField("filler", "RECORD", fields=filler)]
+    rig.bq.update_table(table, ["schema"])
+    rig.start_listener()
+    rig.publish(
+        encode_types(
+            [
+                EntityType(wide, ShredProperty.CONTEXTS),
+                EntityType(long_vendor, ShredProperty.UNSTRUCT_EVENT),
+                EntityType(CLICK, ShredProperty.UNSTRUCT_EVENT),
+            ]
+        )
+    )
+    received = rig.metrics.types_received.labels("listener")
+    wait_until(lambda: received._value.get() >= 3, timeout=30, what="the message handled")
+    errors = {
+        kind: rig.metrics.errors.labels("listener", kind)._value.get()
+        for kind in ("column_limit", "illegal_name")
+    }
+    expected = (3, {"column_limit": 1, "illegal_name": 1}, True, MAX_LEAF_FIELDS)
+    columns = rig.columns()
+    assert expected == (
+        received._value.get(),
+        errors,
+        "unstruct_event_com_acme_link_click_1_0_0" in columns,
+        leaf_count(columns.values()),
+    )

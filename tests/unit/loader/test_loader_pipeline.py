@@ -250,29 +250,6 @@ def test_rows_the_sink_rejects_go_to_failed_inserts() -> None:
     assert ([event_id], {"invalid": 1}) == (rig.failed_event_ids(), outcome.failed_by_reason)
 
 
-def test_a_failed_insert_too_big_to_publish_becomes_a_size_violation() -> None:
-    """A refused row whose failedInserts message would pass the Pub/Sub limit is a bad row."""
-    small, big = _eid(), _eid()
-
-    def refuse(row: Row) -> InsertFailure:
-        return InsertFailure(row, InsertReason.INVALID, "bad value")
-
-    rig = make_rig(
-        [column_field(CTX, ShredProperty.CONTEXTS)],
-        limits=Limits(max_failed_insert_bytes=6_000),
-        sink=InMemoryRowSink(reject=refuse),
-    )
-    lines = [_ctx_line(small), enriched_line(event_id=big, page_title="t" * 6_000)]
-
-    outcome = rig.processor.process([message(line, n) for n, line in enumerate(lines)])
-
-    assert ([small], [SIZE_VIOLATION], (2, 0, 1, 1)) == (
-        rig.failed_event_ids(),
-        rig.bad_schemas(),
-        (outcome.events_in, outcome.good, outcome.bad, outcome.failed),
-    )
-
-
 def test_oversized_row_becomes_a_size_violation_with_a_cut_payload() -> None:
     """A row over the insertAll limit becomes a size_violation whose JSON fits the bad-row limit."""
     rig = make_rig(limits=Limits(max_row_bytes=4_000, max_bad_row_bytes=2_000))
@@ -613,3 +590,33 @@ def _worker_config(load: dict[str, Any]) -> WorkerConfig:
 def test_file_loads_write_a_partition_in_one_chunk(load: dict[str, Any], expected: int) -> None:
     """FILE_LOADS writes a 1,200-message partition in one insert (one load job); others by 500."""
     assert expected == chunk_size_for(_worker_config(load), 1200)
+
+
+def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail() -> None:
+    """A refused row too big for failedInserts is a bad row: handed back when badRows fails."""
+
+    def refuse(row: Row) -> InsertFailure:
+        return InsertFailure(row, InsertReason.INVALID, "bad value")
+
+    rig = make_rig(
+        [column_field(CTX, ShredProperty.CONTEXTS)],
+        limits=Limits(max_failed_insert_bytes=6_000),
+        sink=InMemoryRowSink(reject=refuse),
+    )
+    rig.bad_rows.fail_with = TransientError("badRows: 503")
+    small, big = _eid(), _eid()
+    lines = [_ctx_line(small), enriched_line(event_id=big, page_title="t" * 6_000)]
+    rows = [
+        {"ack_id": f"ack-{n}", "message_id": f"m-{n}", "publish_time": PUBLISHED, "data": line}
+        for n, line in enumerate(line.encode() for line in lines)
+    ]
+
+    report, handed_back = process_in_chunks(rig.processor, rows, 500)
+
+    outcome = report.outcome
+    assert (handed_back, rig.failed_event_ids(), outcome.events_in, outcome.failed) == (
+        ["ack-1"],
+        [small],
+        1,
+        1,
+    )

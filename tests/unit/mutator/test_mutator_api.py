@@ -144,7 +144,7 @@ def test_post_while_bigquery_fails_answers_503(api: Api) -> None:
 def test_get_columns_lists_entity_columns_with_their_schema(api: Api) -> None:
     """Listed columns carry the schema URI they were built from."""
     api.client.post("/v1/columns", json=BODY, headers=AUTH)
-    listed = api.client.get("/v1/columns").json()
+    listed = api.client.get("/v1/columns", headers=AUTH).json()
     expected = [(item["column"], item["schema"]) for item in listed]
     assert expected == [(COLUMN["name"], URI)]
 
@@ -152,7 +152,9 @@ def test_get_columns_lists_entity_columns_with_their_schema(api: Api) -> None:
 def test_preview_returns_the_column_without_writing(api: Api) -> None:
     """Preview gives the column and patches nothing."""
     response = api.client.get(
-        "/v1/columns/preview", params={"schema": URI, "shredProperty": "UNSTRUCT_EVENT"}
+        "/v1/columns/preview",
+        params={"schema": URI, "shredProperty": "UNSTRUCT_EVENT"},
+        headers=AUTH,
     )
     expected: tuple[int, object, list[object]] = (200, COLUMN, [])
     assert expected == (response.status_code, response.json(), api.store.patches)
@@ -161,7 +163,9 @@ def test_preview_returns_the_column_without_writing(api: Api) -> None:
 def test_preview_of_malformed_uri_answers_422(api: Api) -> None:
     """Preview of a malformed URI gives 422."""
     response = api.client.get(
-        "/v1/columns/preview", params={"schema": "nope", "shredProperty": "CONTEXTS"}
+        "/v1/columns/preview",
+        params={"schema": "nope", "shredProperty": "CONTEXTS"},
+        headers=AUTH,
     )
     expected = 422
     assert expected == response.status_code
@@ -184,7 +188,7 @@ def test_metrics_count_added_columns(api: Api) -> None:
 
 def test_openapi_documents_the_columns_route(api: Api) -> None:
     """The OpenAPI document lists POST /v1/columns with bearer security."""
-    document = api.client.get("/openapi.json").json()
+    document = api.client.get("/openapi.json", headers=AUTH).json()
     assert ({"post", "get"}, ["HTTPBearer"]) == (
         set(document["paths"]["/v1/columns"]),
         list(document["components"]["securitySchemes"]),

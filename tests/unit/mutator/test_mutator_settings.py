@@ -14,7 +14,15 @@ from plowline_mutator.settings import MutatorSettings, settings_from_args
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Start every test without mutator or emulator variables."""
-    for name in ("TOKEN", "PORT", "HOST", "COLUMN_MODE", "INSECURE_NO_AUTH"):
+    for name in (
+        "TOKEN",
+        "PORT",
+        "HOST",
+        "COLUMN_MODE",
+        "INSECURE_NO_AUTH",
+        "OPEN_READ_ACCESS",
+        "MAX_BODY_BYTES",
+    ):
         monkeypatch.delenv(f"PLOWLINE_MUTATOR_{name}", raising=False)
     monkeypatch.delenv("BIGQUERY_EMULATOR_HOST", raising=False)
 
@@ -113,3 +121,24 @@ def test_bad_flags_are_usage_errors(argv: list[str]) -> None:
         build_parser().parse_args(argv)
     expected = 2
     assert expected == exit_info.value.code
+
+
+def test_serve_keeps_reads_closed_and_bodies_small_by_default() -> None:
+    """Without flags, reads need the token and bodies are limited to 64 KiB."""
+    settings = parse("serve")
+    expected = (False, 65536)
+    assert expected == (settings.open_read_access, settings.max_body_bytes)
+
+
+def test_read_access_opens_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--open-read-access and PLOWLINE_MUTATOR_OPEN_READ_ACCESS both open reads."""
+    by_flag = parse("serve", "--open-read-access").open_read_access
+    monkeypatch.setenv("PLOWLINE_MUTATOR_OPEN_READ_ACCESS", "true")
+    assert (by_flag, parse("serve").open_read_access) == (True, True)
+
+
+@pytest.mark.parametrize("size", ["0", "100", str(65 * 1024 * 1024)])
+def test_body_limit_out_of_range_is_a_config_error(size: str) -> None:
+    """A body limit under 1 KiB or over 64 MiB is refused at start, naming the setting."""
+    with pytest.raises(ConfigError, match="max_body_bytes"):
+        parse("serve", "--max-body-bytes", size)

@@ -94,8 +94,8 @@ def field_differences(have: Sequence[Field], wanted: Sequence[Field], path: str 
             problems.append(f"{where} is missing")
         elif (found.type, found.mode) != (field.type, field.mode):
             problems.append(
-                f"{where} is {found.type.value} {found.mode.value}, "
-                f"expected {field.type.value} {field.mode.value}"
+                f"{where} is {found.type_name} {found.mode.value}, "
+                f"expected {field.type_name} {field.mode.value}"
             )
         elif field.type is FieldType.RECORD:
             problems.extend(field_differences(found.fields, field.fields, f"{where}."))

@@ -13,17 +13,28 @@ Write API's type mapping:
     TIMESTAMP      int64                  microseconds since the Unix epoch (UTC)
     DATE           int32                  days since 1970-01-01
     NUMERIC        string                 decimal text (BigQuery parses it exactly)
+    BIGNUMERIC     string                 decimal text
     JSON           string                 JSON text
+    BYTES          bytes                  the base64 text of insertAll, decoded
+    TIME, DATETIME string                 as is (canonical text, as insertAll takes it)
+    GEOGRAPHY      string                 as is (WKT or GeoJSON)
+    INTERVAL       string                 as is
     RECORD         nested message         recursively
     REPEATED       repeated label         list items
+    RANGE, other   (left out)             a value for such a column fails its row
 
 Notes:
     Pure functions of the schema; ``RowEncoder`` is cached per schema tuple by the
     sinks. A value that does not encode (wrong type) is reported per row, never raised.
+    plowline's rows only carry the types it writes; the others appear in a table when an
+    analyst adds them, and then only a row naming such a column is refused (by the
+    encoder here, by BigQuery with insertAll and load jobs); every other row loads.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
@@ -45,6 +56,12 @@ _SCALARS: dict[FieldType, int] = {
     FieldType.DATE: _FDP.TYPE_INT32,
     FieldType.NUMERIC: _FDP.TYPE_STRING,
     FieldType.JSON: _FDP.TYPE_STRING,
+    FieldType.BIGNUMERIC: _FDP.TYPE_STRING,
+    FieldType.BYTES: _FDP.TYPE_BYTES,
+    FieldType.TIME: _FDP.TYPE_STRING,
+    FieldType.DATETIME: _FDP.TYPE_STRING,
+    FieldType.GEOGRAPHY: _FDP.TYPE_STRING,
+    FieldType.INTERVAL: _FDP.TYPE_STRING,
 }
 ROW_MESSAGE = "PlowlineRow"
 AUTO = "AUTO"
@@ -56,6 +73,8 @@ def descriptor_for(
     """Return a self-contained proto2 descriptor for rows of a table with ``fields``."""
     message = descriptor_pb2.DescriptorProto(name=name)
     for number, field in enumerate(fields, start=1):
+        if not encodable(field):
+            continue
         entry = message.field.add(name=field.name, number=number)
         entry.label = _FDP.LABEL_REPEATED if field.mode is Mode.REPEATED else _FDP.LABEL_OPTIONAL
         if field.type is FieldType.RECORD:
@@ -66,6 +85,11 @@ def descriptor_for(
         else:
             entry.type = _SCALARS[field.type]
     return message
+
+
+def encodable(field: Field) -> bool:
+    """Say whether Write API rows can carry values of ``field`` (RANGE and unknown types not)."""
+    return field.type is FieldType.RECORD or field.type in _SCALARS
 
 
 def timestamp_micros(value: Any) -> int:
@@ -98,6 +122,15 @@ def _numeric_text(value: Any) -> str:
     if isinstance(value, bool):
         raise TypeError(f"not a number: {value!r}")
     return str(value)
+
+
+def _bytes(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise TypeError(f"not base64 text: {value!r}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"not base64 text: {exc}") from None
 
 
 def _float(value: Any) -> float:
@@ -133,6 +166,12 @@ _CONVERT: dict[FieldType, Any] = {
     FieldType.DATE: date_days,
     FieldType.NUMERIC: _numeric_text,
     FieldType.JSON: _json_text,
+    FieldType.BIGNUMERIC: _numeric_text,
+    FieldType.BYTES: _bytes,
+    FieldType.TIME: _string,
+    FieldType.DATETIME: _string,
+    FieldType.GEOGRAPHY: _string,
+    FieldType.INTERVAL: _string,
 }
 
 
@@ -170,6 +209,11 @@ def _fill(
         field = fields.get(name.lower())
         if field is None:
             raise ValueError(f"no such field: {path}{name}.")
+        if not encodable(field):
+            raise ValueError(
+                f"{path}{name}: the column is {field.type_name}, "
+                "which plowline does not write with the Storage Write API"
+            )
         if field.mode is Mode.REPEATED:
             if not isinstance(value, list):
                 raise ValueError(f"{path}{name}: expected an array")
@@ -210,6 +254,4 @@ def _scalar(field: Field, value: Any, where: str) -> Any:
     try:
         return _CONVERT[field.type](value)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(
-            f"{where}: cannot convert {value!r} to {field.type.value}: {exc}"
-        ) from None
+        raise ValueError(f"{where}: cannot convert {value!r} to {field.type_name}: {exc}") from None

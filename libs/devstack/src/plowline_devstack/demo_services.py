@@ -25,7 +25,7 @@ from pathlib import Path
 from plowline_core.errors import PlowlineError
 from prometheus_client.parser import text_string_to_metric_families
 
-from plowline_devstack.servers import free_port, log_tail
+from plowline_devstack.servers import free_ports, log_tail
 from plowline_devstack.stack import LocalStack
 
 LOADER, MUTATOR, REPEATER, DEADLETTER = "loader", "mutator", "repeater", "deadletter"
@@ -150,7 +150,7 @@ def service_commands(
 ) -> dict[str, ServiceSpec]:
     """Return how to start each of the four services against the demo's configs."""
     config, resolver = str(paths.config), str(paths.resolver)
-    ports = {name: free_port("127.0.0.1") for name in SERVICE_NAMES}
+    ports = dict(zip(SERVICE_NAMES, free_ports(len(SERVICE_NAMES), "127.0.0.1"), strict=True))
     checkpoint = str(paths.work_dir / "loader-checkpoint")
     dead_end = f"gs://{paths.dead_end_bucket}/{DEAD_END_PREFIX}"
     bad_rows = f"gs://{paths.bad_rows_bucket}/{BAD_ROWS_PREFIX}"

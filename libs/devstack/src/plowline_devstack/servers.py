@@ -140,9 +140,24 @@ def _die_with_parent() -> None:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """Return a loopback port nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Return ``count`` distinct loopback ports nobody listens on right now.
+
+    Notes:
+        The sockets stay bound until all are chosen: asking for ports one at a time can hand
+        out the same port twice (the kernel reuses a port as soon as its socket closes).
+    """
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

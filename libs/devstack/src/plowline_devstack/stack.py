@@ -151,7 +151,11 @@ def start_stack(
     """
     config = config or StackConfig()
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = {name: {p: servers.free_port(HOST) for p in _PORT_NAMES[name]} for name in SERVER_NAMES}
+    wanted = [(name, port) for name in SERVER_NAMES for port in _PORT_NAMES[name]]
+    chosen = iter(servers.free_ports(len(wanted), HOST))
+    ports: dict[str, dict[str, int]] = {name: {} for name in SERVER_NAMES}
+    for name, port in wanted:
+        ports[name][port] = next(chosen)
     stack = LocalStack(_endpoints(config.project, ports), config, data_dir.resolve(), faults=faults)
     _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
     return stack

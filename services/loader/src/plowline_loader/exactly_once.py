@@ -12,8 +12,9 @@ id reaches the same task) and the task writes each id once (``DistinctRowSink``)
 Notes:
     Spark-free (the composition root imports it). Keying adds one shuffle but no action:
     the source is still read once.
-    The event id is cut from the TSV line by position (lines that are not TSV hash on
-    whatever is there; they become bad rows in their task as before). Not covered: two
+    The event id is cut from the TSV line by position; a line with fewer fields is keyed
+    by its whole text, without decoding it (see ``by_event_id``: nothing in the key may
+    raise under Spark's ANSI mode); such lines become bad rows in their task. Not covered: two
     loader processes reading one subscription at once (see ``write_api_pending``).
 """
 

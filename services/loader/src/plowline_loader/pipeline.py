@@ -5,10 +5,13 @@
     good row        inserted into the table (insertId = event_id)
     failed insert   the table refused the row, or it needs a column the table lacks:
                     the BigQuery-JSON row goes to the failedInserts topic
-    bad row         the line did not parse or its entities did not validate, or the row
-                    or bad row is over a size limit (``size_violation``): badRows topic
+    bad row         the line did not parse or its entities did not validate, or the row,
+                    its bad row or its failed insert is over a size limit
+                    (``size_violation``): badRows topic
 
 and announces on the types topic the entity types whose column the table lacks.
+
+The size rules (what a row, a bad row and a failed insert may weigh) are ``limits``'s.
 
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
@@ -32,12 +35,11 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import NamedTuple
 
-import orjson
-from plowline_core.badrows import BadRow, Processor, SizeViolationRow
+from plowline_core.badrows import BadRow, FailureCode, Processor
 from plowline_core.errors import TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
-from plowline_core.messages import encode_failed_insert, encode_types
+from plowline_core.messages import encode_types
 from plowline_core.ports import (
     Clock,
     InsertFailure,
@@ -50,16 +52,19 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.types import TypeTracker
+from plowline_loader.limits import Limits, SizeChecks
 
-BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
-# Pub/Sub refuses publish requests over 10,000,000 bytes (the client raises before sending);
-# the topic path and the framing of one message fit in the 100 KB left.
-PUBSUB_MESSAGE_BYTES = 9_900_000
-_ROW_OVERHEAD = 64  # {"insertId": …, "json": …} around each row in the request
-# JSON escaping makes a string at most 6x longer (\u00XX): lines below this bound cannot
-# produce an oversized row, so the common case skips serialising the row to measure it.
-_ESCAPE_FACTOR = 6
+__all__ = [
+    "AccountingError",
+    "BatchOutcome",
+    "BatchProcessor",
+    "Destinations",
+    "InboundMessage",
+    "Limits",
+    "PartlyDelivered",
+    "PreparedBatch",
+]
+from plowline_loader.types import TypeTracker
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +74,6 @@ class InboundMessage:
     data: bytes
     message_id: str
     publish_time: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Size limits: a row must fit one insertAll request; a bad row and a failed insert one
-    Pub/Sub message (a failed insert over its limit becomes a ``size_violation`` bad row)."""
-
-    max_row_bytes: int = BIGQUERY_REQUEST_BYTES
-    max_bad_row_bytes: int = 6_900_000
-    max_failed_insert_bytes: int = PUBSUB_MESSAGE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +150,30 @@ class _Sorted(NamedTuple):
     bad_messages: list[InboundMessage]  # one per bad row, in order
 
 
+class _Refused(NamedTuple):
+    """The table's refusals, split by where each goes."""
+
+    failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
+    payloads: list[bytes]
+    bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
+    failed_messages: list[InboundMessage]  # the message of each failed insert
+    bad_messages: list[InboundMessage]  # the message of each size violation
+
+
 class _Stage(Enum):
-    """How far ``deliver`` got after the insert: publishing failed inserts, or bad rows."""
+    """What ``deliver`` was publishing after the insert when a publish failed."""
 
     FAILED = "failed inserts"
     BAD = "bad rows"
+
+
+class _Delivered(NamedTuple):
+    """What ``deliver`` had done when a publish after the insert failed."""
+
+    failures: Sequence[InsertFailure]
+    refused: _Refused
+    published: int
+    inserted_at: datetime
 
 
 class PreparedBatch(NamedTuple):
@@ -205,8 +219,7 @@ class BatchProcessor:
         self._to = destinations
         self._tracker = tracker
         self._clock = clock
-        self._processor = processor
-        self._limits = limits or Limits()
+        self._sizes = SizeChecks(limits or Limits(), processor)
 
     def process(self, messages: Sequence[InboundMessage]) -> BatchOutcome:
         """Route every message to the table, failedInserts or badRows; return the counts.
@@ -241,95 +254,36 @@ class BatchProcessor:
         published = self._publish_missing_types(batch.goods, started)
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()
-        batch, failures, payloads = self._cap_failed(batch, failures, inserted_at)
-        prepared = PreparedBatch(messages, batch, started)
+        refused = self._refused(batch.goods, failures, started)
         stage = _Stage.FAILED
         try:
             published += self._publish_implicated_types(batch.goods, failures, inserted_at)
-            if failures:
-                self._to.failed_inserts.publish(payloads)
+            if refused.payloads:
+                self._to.failed_inserts.publish(refused.payloads)
             stage = _Stage.BAD
-            if batch.bad_rows:
-                self._to.bad_rows.publish(batch.bad_rows)
+            if batch.bad_rows or refused.bad_rows:
+                self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
         except TransientError as error:
-            raise self._partly(prepared, failures, published, inserted_at, stage, error) from error
-        outcome = self._outcome(messages, batch, failures, published, started, inserted_at)
+            delivered = _Delivered(failures, refused, published, inserted_at)
+            raise self._partly(prepared, delivered, stage, error) from error
+        outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
         _check_accounts(outcome)
         return outcome
 
-    def _cap_failed(
-        self, batch: _Sorted, failures: Sequence[InsertFailure], now: datetime
-    ) -> tuple[_Sorted, list[InsertFailure], list[bytes]]:
-        """Turn failed inserts too big for one Pub/Sub message into ``size_violation`` bad rows.
-
-        Returns:
-            The batch (the oversized rows moved from its goods to its bad rows), the
-            failures left, and their failedInserts payloads.
-        """
-        limit = self._limits.max_failed_insert_bytes
-        payloads = [encode_failed_insert(failure.row.data) for failure in failures]
-        if all(len(payload) <= limit for payload in payloads):
-            return batch, list(failures), payloads
-        oversized = {
-            id(failure.row): len(payload)
-            for failure, payload in zip(failures, payloads, strict=True)
-            if len(payload) > limit
-        }
-        bad_rows, bad_messages = list(batch.bad_rows), list(batch.bad_messages)
-        codes = Counter(batch.bad_by_code)
-        for good in batch.goods:
-            size = oversized.get(id(good.row))
-            if size is None:
-                continue
-            expectation = (
-                f"failed insert of {size} bytes exceeds the {limit}-byte budget of one "
-                "Pub/Sub message (failedInserts)"
-            )
-            violation = SizeViolationRow.for_payload(
-                good.message.data,
-                self._limits.max_bad_row_bytes,
-                expectation,
-                _iso(now),
-                self._processor,
-            )
-            bad_rows.append(violation.to_json(self._processor))
-            bad_messages.append(good.message)
-            codes[str(violation.code)] += 1
-        goods = [good for good in batch.goods if id(good.row) not in oversized]
-        kept = [
-            (failure, payload)
-            for failure, payload in zip(failures, payloads, strict=True)
-            if id(failure.row) not in oversized
-        ]
-        capped = _Sorted(goods, bad_rows, codes, bad_messages)
-        return capped, [failure for failure, _ in kept], [payload for _, payload in kept]
-
     def _partly(
-        self,
-        prepared: PreparedBatch,
-        failures: Sequence[InsertFailure],
-        published: int,
-        inserted_at: datetime,
-        stage: _Stage,
-        error: TransientError,
+        self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: TransientError
     ) -> PartlyDelivered:
         """Return the error naming what the failed publish left not durable."""
         messages, batch, started = prepared
-        pending = list(batch.bad_messages)
-        failed_durable = stage is not _Stage.FAILED
-        if not failed_durable:
-            refused = {id(failure.row) for failure in failures}
-            pending += [good.message for good in batch.goods if id(good.row) in refused]
+        failures, refused, published, inserted_at = delivered
+        pending = batch.bad_messages + refused.bad_messages
+        kept = refused._replace(bad_rows=[], bad_messages=[])
+        if stage is _Stage.FAILED:
+            pending += refused.failed_messages
+            kept = kept._replace(failed=[], payloads=[], failed_messages=[])
         durable = batch._replace(bad_rows=[], bad_by_code=Counter(), bad_messages=[])
         outcome = self._outcome(
-            messages,
-            durable,
-            failures,
-            published,
-            started,
-            inserted_at,
-            len(pending),
-            failed_durable,
+            messages, durable, failures, kept, published, started, inserted_at, len(pending)
         )
         _check_accounts(outcome)
         return PartlyDelivered(
@@ -346,14 +300,15 @@ class BatchProcessor:
         for message in messages:
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
-                oversized = self._oversized_row(result, message.data, now)
+                oversized = self._sizes.oversized_row(result, message.data, now)
                 if oversized is None:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
-            bad_rows.append(self._bad_row_json(result, message.data, now))
+            encoded, code = self._sizes.bad_row(result, message.data, now)
+            bad_rows.append(encoded)
             bad_messages.append(message)
-            codes[str(result.code)] += 1
+            codes[code] += 1
         return _Sorted(goods, bad_rows, codes, bad_messages)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
@@ -363,32 +318,23 @@ class BatchProcessor:
             parsed = parse_bytes(data)  # not UTF-8: the parser's own bad row
             return self._builder.build(parsed) if isinstance(parsed, EnrichedEvent) else parsed
 
-    def _oversized_row(
-        self, row: TransformedRow, line: bytes, now: datetime
-    ) -> SizeViolationRow | None:
-        limit = self._limits.max_row_bytes
-        if len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 < limit:
-            return None
-        size = encoded_row_size(row)
-        if size <= limit:
-            return None
-        expectation = (
-            f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
-        )
-        return SizeViolationRow.for_payload(
-            line, self._limits.max_bad_row_bytes, expectation, _iso(now), self._processor
-        )
-
-    def _bad_row_json(self, bad: BadRow, line: bytes, now: datetime) -> bytes:
-        encoded = bad.to_json(self._processor)
-        limit = self._limits.max_bad_row_bytes
-        if len(encoded) <= limit:
-            return encoded
-        expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
-        violation = SizeViolationRow.for_payload(
-            line, limit, expectation, _iso(now), self._processor
-        )
-        return violation.to_json(self._processor)
+    def _refused(
+        self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
+    ) -> _Refused:
+        """Encode the failed inserts; one too big for a Pub/Sub message becomes a bad row."""
+        refused = _Refused([], [], [], [], [])
+        sources = {id(good.row): good.message for good in goods} if failures else {}
+        for failure in failures:
+            message = sources.get(id(failure.row), InboundMessage(b"", ""))
+            payload, code = self._sizes.failed_insert(failure, message.data, now)
+            if code is None:
+                refused.failed.append(failure)
+                refused.payloads.append(payload)
+                refused.failed_messages.append(message)
+            else:
+                refused.bad_rows.append(payload)
+                refused.bad_messages.append(message)
+        return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
         types = _distinct_types(good.types for good in goods)
@@ -419,24 +365,26 @@ class BatchProcessor:
         messages: Sequence[InboundMessage],
         batch: _Sorted,
         failures: Sequence[InsertFailure],
+        refused: _Refused,
         types_published: int,
         started: datetime,
         inserted_at: datetime,
         handed_back: int = 0,
-        failed_durable: bool = True,
     ) -> BatchOutcome:
-        refused = {id(failure.row) for failure in failures}
-        landed = [good for good in batch.goods if id(good.row) not in refused]
-        failed = failures if failed_durable else ()
+        not_landed = {id(failure.row) for failure in failures}
+        landed = [good for good in batch.goods if id(good.row) not in not_landed]
+        bad_by_code = Counter(batch.bad_by_code)
+        if refused.bad_rows:
+            bad_by_code[str(FailureCode.SIZE_ROW)] += len(refused.bad_rows)
         return BatchOutcome(
             events_in=len(messages) - handed_back,
             good=len(landed),
-            bad=len(batch.bad_rows),
-            failed=len(failed),
+            bad=len(batch.bad_rows) + len(refused.bad_rows),
+            failed=len(refused.failed),
             types_published=types_published,
             duration_s=(self._clock.now() - started).total_seconds(),
-            bad_by_code=dict(batch.bad_by_code),
-            failed_by_reason=dict(Counter(str(f.reason) for f in failed)),
+            bad_by_code=dict(bad_by_code),
+            failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
         )
@@ -481,12 +429,3 @@ def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[
 
 def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def encoded_row_size(row: TransformedRow) -> int:
-    """Return the bytes ``row`` takes in an insertAll request (as the size check counts)."""
-    return len(orjson.dumps(row.data)) + len(row.event_id.encode()) + _ROW_OVERHEAD

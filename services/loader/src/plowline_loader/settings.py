@@ -9,6 +9,7 @@ Notes:
     unset means Google Cloud. ``trigger_interval`` unset means: ``load.frequency`` seconds
     in ``FILE_LOADS`` mode (one load job per partition per window), back to back otherwise.
     The Snowplow ``bigquery_config`` and the Iglu resolver config are files named here.
+    ``max_bad_row_bytes`` is capped so that a bad row always fits one Pub/Sub message.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pydantic import (
     ValidationError,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 
@@ -55,7 +58,7 @@ class LoaderSettings(BaseSettings):
     lease_interval: PositiveFloat = 20.0
     pull_timeout: PositiveFloat = 1.0
     schema_refresh: PositiveFloat = 60.0
-    max_bad_row_bytes: PositiveInt = 6_900_000
+    max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
     insert_batch_rows: PositiveInt = 500
     backoff_max: PositiveFloat = 30.0
     spark_ui: bool = False

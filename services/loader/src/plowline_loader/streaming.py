@@ -65,10 +65,18 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
 
     Notes:
         Exactly-once mode only (see ``exactly_once``): one shuffle, still one action.
+        The key never raises, whatever the bytes (Spark 4 runs SQL in ANSI mode, where
+        ``decode`` refuses invalid UTF-8 and ``getItem`` an index past the end, failing
+        the query on every restart): the bytes are read as a string without decoding,
+        ``try_element_at`` gives NULL for a line with fewer fields, and such a line is
+        keyed by its whole text (copies of one message still meet; lines that are not
+        TSV spread over the tasks instead of piling into one). They become bad rows in
+        their task as before.
     """
-    line = functions.decode(functions.col("data"), "UTF-8")
-    event_id = functions.split(line, "\t", EVENT_ID_INDEX + 2).getItem(EVENT_ID_INDEX)
-    return frame.repartition(partitions, event_id)
+    line = functions.col("data").cast("string")
+    fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
+    event_id = functions.try_element_at(fields, functions.lit(EVENT_ID_INDEX + 1))
+    return frame.repartition(partitions, functions.coalesce(event_id, line))
 
 
 def backoff_delay(attempt: int, initial_s: float, maximum_s: float) -> float:

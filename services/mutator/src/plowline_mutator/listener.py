@@ -1,16 +1,22 @@
 """Consume the types subscription: one message's types become columns, then the ack.
 
 Notes:
-    At least once: a message is acked only after every column it needs exists (or can
-    never exist: see below). Outcomes per message:
+    At least once: a message is acked only after every column it needs exists or can
+    never exist as it is. One type never holds back the others of its message: every
+    column that can be added is added, and each type that cannot is logged and counted
+    (``mutator_errors_total{kind=...}``) on its own. Outcomes per message:
 
     - malformed payload (not JSON, not a types array): logged and ACKED, since no retry
       can ever make it readable;
-    - schema not found: logged with its key and acked (the loader publishes the type again
-      when it sees it again, by which time the schema may be published);
-    - column conflict (the table holds the name under another type): logged and acked;
-    - registry or BigQuery failing (``TransientError``) or BigQuery refusing the patch
-      (``PermanentError``, e.g. the table is missing): logged and NACKED after
+    - per type, permanent, ACKED with the rest: schema not found (``unknown_schema``),
+      column conflict with the table (``conflict``), an illegal name in the column
+      (``illegal_name``), a table at BigQuery's 10,000 leaf fields (``column_limit``),
+      BigQuery refusing that column alone (``refused``). Redelivering the same message
+      cannot change them; the loader publishes a type again while its column is missing,
+      so the column comes once the cause is fixed (schema published, room made);
+    - the table itself refused (``PermanentError``: missing, access denied): logged as an
+      error and ACKED, for the same reason (no loop of identical failures);
+    - registry or BigQuery failing (``TransientError``): logged and NACKED after
       ``retry_delay`` seconds, so Pub/Sub redelivers it.
 """
 
@@ -22,7 +28,7 @@ from collections.abc import Callable
 
 import structlog
 from plowline_cloud.pubsub import Delivery
-from plowline_core.errors import PlowlineError, RegistryUnavailable, TransientError
+from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.messages import MessageError, decode_types
 
 from plowline_mutator.metrics import MutatorMetrics
@@ -74,14 +80,23 @@ class TypesListener:
         started = time.monotonic()
         try:
             result = self._mutator.add_types(types)
-        except PlowlineError as error:
+        except TransientError as error:
             self._give_back(delivery, error)
+            return
+        except PermanentError as error:
+            _log.error(
+                "types message cannot be applied to the table, acked",
+                message_id=delivery.message_id,
+                error=str(error),
+            )
+            self._metrics.failed(SOURCE, "permanent")
+            delivery.ack()
             return
         self._metrics.record(SOURCE, result, len(types), time.monotonic() - started)
         delivery.ack()
 
-    def _give_back(self, delivery: Delivery, error: PlowlineError) -> None:
-        kind = "registry" if isinstance(error, RegistryUnavailable) else _kind(error)
+    def _give_back(self, delivery: Delivery, error: TransientError) -> None:
+        kind = "registry" if isinstance(error, RegistryUnavailable) else "transient"
         # A registry outage is logged where it starts and ends (LoggedOutages), not per message.
         log = _log.debug if kind == "registry" else _log.warning
         log(
@@ -94,7 +109,3 @@ class TypesListener:
         # A short pause keeps an outage from turning into a hot redelivery loop.
         self._wait(self._retry_delay)
         delivery.nack()
-
-
-def _kind(error: PlowlineError) -> str:
-    return "transient" if isinstance(error, TransientError) else "permanent"

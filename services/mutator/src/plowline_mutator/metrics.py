@@ -15,8 +15,9 @@ class MutatorMetrics:
 
     Notes:
         ``source`` is ``listener`` or ``http``; ``kind`` of an error is one of
-        ``malformed``, ``unknown_schema``, ``conflict``, ``registry``, ``transient``,
-        ``permanent``.
+        ``malformed``, ``unknown_schema``, ``conflict``, ``illegal_name``,
+        ``column_limit``, ``refused`` (one count per type or conflicting field), and
+        ``registry``, ``transient``, ``permanent`` (one count per message or request).
     """
 
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
@@ -47,6 +48,8 @@ class MutatorMetrics:
             self.errors.labels(source, "unknown_schema").inc(len(result.unknown))
         if result.conflicts:
             self.errors.labels(source, "conflict").inc(len(result.conflicts))
+        for rejected in result.rejected:
+            self.errors.labels(source, rejected.kind.value).inc()
         self.latency.labels(source).observe(seconds)
 
     def failed(self, source: str, kind: str) -> None:

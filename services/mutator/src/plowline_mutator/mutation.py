@@ -5,11 +5,23 @@ plans the widening against the table fields it knows (re-reading them once on a 
 adds every missing column of one call in ONE ``add_fields`` patch.
 
 Notes:
-    Widening only: a column the table holds under another type or mode is a ``Conflict``,
-    reported and left alone. A schema no repository has is reported in ``unknown`` (the
-    loader publishes the type again when it sees it again); it does not block the others.
-    ``RegistryUnavailable`` and the store's ``TransientError`` propagate: the caller does
-    not ack (listener) or answers 503 (HTTP).
+    One type never blocks another. What cannot be applied is reported per type and the
+    rest of the call goes ahead:
+
+    - a schema no repository has is ``unknown``;
+    - a column the table holds under another type or mode is a ``Conflict``, left alone
+      (widening only);
+    - a column BigQuery would refuse is ``rejected`` with a ``Rejection`` kind: an
+      illegal name anywhere in it (``illegal_name``), a table that would pass BigQuery's
+      10,000 leaf fields (``column_limit``), or a column BigQuery refused when patched
+      alone (``refused``: when a patch of several columns is refused, each is tried on
+      its own so the refusal lands on the column that caused it).
+
+    These are permanent for the type; the loader publishes a type again while its column
+    is missing, so nothing is lost once the cause is fixed. ``RegistryUnavailable`` and
+    the store's ``TransientError`` propagate (nothing is reported as done): the caller
+    does not ack (listener) or answers 503 (HTTP). A ``PermanentError`` of the table
+    itself (it is missing, access denied on reading it) propagates too.
     The lock serializes table updates between the listener and the HTTP API of one
     process; schemas are resolved outside it (a slow registry does not hold the table).
 """
@@ -19,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 import structlog
@@ -29,7 +42,7 @@ from plowline_core.ports import TableSchemaStore
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, EntityType
 from plowline_core.schema.field import Field
-from plowline_core.schema.names import is_valid_name
+from plowline_core.schema.limits import MAX_LEAF_FIELDS, illegal_names, split_at_limit
 from plowline_core.schema.widening import Conflict, WideningPlan, plan_widening
 
 _log = structlog.get_logger("plowline.mutator")
@@ -41,6 +54,23 @@ class SchemaResolver(Protocol):
     def resolve(self, key: SchemaKey) -> Resolution:
         """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
         ...
+
+
+class Rejection(StrEnum):
+    """Why a column can never be added to the table as it is."""
+
+    ILLEGAL_NAME = "illegal_name"
+    COLUMN_LIMIT = "column_limit"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A type whose column cannot be added, why, and the details for a person."""
+
+    entity: EntityType
+    kind: Rejection
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +85,11 @@ class MutationResult:
     added: tuple[Field, ...] = ()
     unknown: tuple[EntityType, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
+    rejected: tuple[Rejected, ...] = ()
+
+    def rejection_of(self, entity: EntityType) -> Rejected | None:
+        """Return why the type's column was not added, when it was rejected."""
+        return next((r for r in self.rejected if r.entity == entity), None)
 
     @property
     def added_names(self) -> frozenset[str]:
@@ -106,28 +141,24 @@ class Mutator:
 
         Raises:
             RegistryUnavailable: a repository could not answer.
-            PermanentError: the column name is not a legal BigQuery name.
         """
         resolution = self._resolver.resolve(entity.schema)
         if isinstance(resolution, SchemaNotFound):
             return resolution
         column = column_field(entity.schema, resolution.schema, entity.shred_property, self._mode)
-        if not is_valid_name(column.name):
-            raise PermanentError(
-                f"{entity.schema.to_uri()}: {column.name!r} is no legal column name"
-            )
         self._seen[column.name.lower()] = entity
         return column
 
     def add_types(self, types: Iterable[EntityType]) -> MutationResult:
-        """Add every column the types need and the table lacks, in one patch.
+        """Add every column the types need and the table lacks; report what cannot be added.
 
         Raises:
             RegistryUnavailable: a repository could not answer (nothing was changed).
-            TransientError: BigQuery kept failing; PermanentError: it refused the change.
+            TransientError: BigQuery kept failing; PermanentError: the table cannot be read.
         """
         columns: dict[EntityType, Field] = {}
         unknown: list[EntityType] = []
+        rejected: list[Rejected] = []
         for entity in dict.fromkeys(types):
             column = self.column_for(entity)
             if isinstance(column, SchemaNotFound):
@@ -137,37 +168,99 @@ class Mutator:
                     shred_property=entity.shred_property.value,
                 )
                 unknown.append(entity)
+                continue
+            problems = illegal_names(column)
+            if problems:
+                rejected.append(Rejected(entity, Rejection.ILLEGAL_NAME, "; ".join(problems)))
             else:
                 columns[entity] = column
-        if not columns:
-            return MutationResult(unknown=tuple(unknown))
-        with self._lock:
-            plan, added = self._widen(tuple(dict.fromkeys(columns.values())))
-        for conflict in plan.conflicts:
-            _log.error("column conflict", path=conflict.path, reason=conflict.reason)
+        plan: WideningPlan | None = None
+        added: tuple[Field, ...] = ()
+        if columns:
+            with self._lock:
+                plan, added, refused = self._widen(tuple(dict.fromkeys(columns.values())))
+            rejected.extend(_rejections(columns, refused))
+            for conflict in plan.conflicts:
+                _log.error("column conflict", path=conflict.path, reason=conflict.reason)
+        for item in rejected:
+            _log.error(
+                "column rejected",
+                schema=item.entity.schema.to_uri(),
+                shred_property=item.entity.shred_property.value,
+                kind=item.kind.value,
+                reason=item.reason,
+            )
+        refused_entities = {item.entity for item in rejected}
+        kept = {e: c for e, c in columns.items() if e not in refused_entities}
         return MutationResult(
-            columns=_as_in_table(columns, plan.schema),
+            columns=_as_in_table(kept, plan.schema) if plan is not None else {},
             added=added,
             unknown=tuple(unknown),
-            conflicts=plan.conflicts,
+            conflicts=plan.conflicts if plan is not None else (),
+            rejected=tuple(rejected),
         )
 
-    def _widen(self, needed: tuple[Field, ...]) -> tuple[WideningPlan, tuple[Field, ...]]:
-        plan = plan_widening(self._store.fields(), needed)
-        if plan.is_empty:
-            return plan, ()
+    def _widen(
+        self, needed: tuple[Field, ...]
+    ) -> tuple[WideningPlan, tuple[Field, ...], dict[str, tuple[Rejection, str]]]:
+        cached = self._store.fields()
+        fits, refused = self._fitting(cached, needed)
+        plan = plan_widening(cached, fits)
+        if plan.is_empty and not refused:
+            return plan, (), {}
         # The cached view may be stale (the table widened elsewhere): look again before patching.
-        plan = plan_widening(self._store.refresh(), needed)
+        table = self._store.refresh()
+        fits, refused = self._fitting(table, needed)
+        plan = plan_widening(table, fits)
         if plan.is_empty:
-            return plan, ()
+            return plan, (), refused
         touched = {f.name.lower() for f in plan.additions}
         touched.update(parent.split(".")[0].lower() for parent, _ in plan.nested_additions)
-        added = self._store.add_fields([f for f in needed if f.name.lower() in touched])
+        patch = [f for f in fits if f.name.lower() in touched]
+        added, bigquery_refused = self._patch(patch)
+        refused.update(bigquery_refused)
         for column in added:
             _log.info(
                 "column added", column=column.name, type=column.type.value, mode=column.mode.value
             )
-        return plan, added
+        return plan_widening(self._store.fields(), fits), added, refused
+
+    @staticmethod
+    def _fitting(
+        table: tuple[Field, ...], needed: tuple[Field, ...]
+    ) -> tuple[tuple[Field, ...], dict[str, tuple[Rejection, str]]]:
+        fits, over = split_at_limit(table, needed)
+        reason = f"the table would pass BigQuery's limit of {MAX_LEAF_FIELDS} leaf fields"
+        return fits, {f.name.lower(): (Rejection.COLUMN_LIMIT, reason) for f in over}
+
+    def _patch(
+        self, columns: list[Field]
+    ) -> tuple[tuple[Field, ...], dict[str, tuple[Rejection, str]]]:
+        """Patch all columns at once; when BigQuery refuses, patch each alone to find why."""
+        try:
+            return self._store.add_fields(columns), {}
+        except PermanentError as error:
+            if len(columns) == 1:
+                return (), {columns[0].name.lower(): (Rejection.REFUSED, str(error))}
+        added: list[Field] = []
+        refused: dict[str, tuple[Rejection, str]] = {}
+        for column in columns:
+            try:
+                added.extend(self._store.add_fields([column]))
+            except PermanentError as error:
+                refused[column.name.lower()] = (Rejection.REFUSED, str(error))
+        return tuple(added), refused
+
+
+def _rejections(
+    columns: Mapping[EntityType, Field], refused: Mapping[str, tuple[Rejection, str]]
+) -> list[Rejected]:
+    rejected = []
+    for entity, column in columns.items():
+        found = refused.get(column.name.lower())
+        if found is not None:
+            rejected.append(Rejected(entity, *found))
+    return rejected
 
 
 def _as_in_table(

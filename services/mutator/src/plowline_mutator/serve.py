@@ -1,8 +1,10 @@
 """``plowline-mutator serve``: the HTTP API (and, unless ``--no-listen``, the types listener).
 
-Every mutating route needs ``Authorization: Bearer <token>``; the token comes from
-``PLOWLINE_MUTATOR_TOKEN`` or ``--token-file``. Without one, serve refuses to start
-unless ``--insecure-no-auth`` is given.
+Every route but the probes (/healthz, /readyz, /metrics) needs ``Authorization: Bearer
+<token>``; the token comes from ``PLOWLINE_MUTATOR_TOKEN`` or ``--token-file``. Without
+one, serve refuses to start unless ``--insecure-no-auth`` is given. ``--open-read-access``
+lets anyone GET (list and preview columns, the API document). Request bodies over
+``--max-body-bytes`` (default 65536) are refused with 413 before they are read.
 """
 
 from __future__ import annotations
@@ -51,6 +53,20 @@ def register(subparsers: Subparsers) -> None:
         help="serve without authentication (local development only)",
     )
     parser.add_argument(
+        "--open-read-access",
+        action="store_true",
+        default=None,
+        help="let anyone GET without the token: list and preview columns, /openapi.json, "
+        "/docs (adding columns still needs it)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        metavar="N",
+        help="refuse request bodies over N bytes with 413 (default 65536; "
+        "or PLOWLINE_MUTATOR_MAX_BODY_BYTES)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         default=None,
@@ -88,7 +104,14 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
         return [outage.to_json() for outage in runtime.resolver.outages.current()]
 
     context = ApiContext(
-        runtime.mutator, runtime.schema_store, runtime.metrics, settings.token, ready, registries
+        runtime.mutator,
+        runtime.schema_store,
+        runtime.metrics,
+        settings.token,
+        ready,
+        registries,
+        open_reads=settings.open_read_access,
+        max_body_bytes=settings.max_body_bytes,
     )
     config = uvicorn.Config(
         create_app(context), host=settings.host, port=settings.port, log_config=None

@@ -26,6 +26,8 @@ _FROM_ARGS = (
     "host",
     "port",
     "insecure_no_auth",
+    "open_read_access",
+    "max_body_bytes",
     "refresh_interval",
     "verbose",
 )
@@ -46,6 +48,8 @@ class MutatorSettings(BaseSettings):
     port: int = Setting(default=8080, ge=0, le=65535)
     token: SecretStr | None = None
     insecure_no_auth: bool = False
+    open_read_access: bool = False
+    max_body_bytes: int = Setting(default=64 * 1024, ge=1024, le=64 * 1024 * 1024)
     refresh_interval: float = Setting(default=60.0, gt=0)
     retry_delay: float = Setting(default=1.0, ge=0)
     verbose: bool = False
@@ -94,8 +98,9 @@ def settings_from_args(args: argparse.Namespace, **overrides: Any) -> MutatorSet
     }
     if values.get("insecure_no_auth") is False:
         del values["insecure_no_auth"]  # absent flag: let the environment decide
-    if values.get("verbose") is False:
-        del values["verbose"]
+    for flag in ("verbose", "open_read_access"):
+        if values.get(flag) is False:
+            del values[flag]  # absent flag: let the environment decide
     token_file: Path | None = getattr(args, "token_file", None)
     if token_file is not None:
         values["token"] = _read_token(token_file)

@@ -3,7 +3,10 @@
 BigQuery lets ``tables.patch`` add NULLABLE or REPEATED columns and nested fields, and
 relax REQUIRED to NULLABLE; it never lets a type change. The mutator therefore only
 *adds*: a needed field whose type or mode disagrees with the table is reported as a
-``Conflict`` and left alone (widening only, see DESIGN.md).
+``Conflict`` and left alone (widening only, see DESIGN.md). A column of a type plowline
+does not write (BYTES, DATETIME, GEOGRAPHY, RANGE, a type unknown here…) is never widened
+into: a need of the same name is a conflict, and the column goes back as BigQuery gave it
+(options included) in ``schema``.
 
 Notes:
     Names match case-insensitively, as BigQuery column names do.
@@ -33,7 +36,7 @@ class Conflict:
         """Say what differs, for logs and the HTTP API."""
         table, needed = self.table, self.needed
         if table.type is not needed.type:
-            return f"{self.path}: table has {table.type.value}, schema needs {needed.type.value}"
+            return f"{self.path}: table has {table.type_name}, schema needs {needed.type_name}"
         return f"{self.path}: table mode {table.mode.value}, schema needs {needed.mode.value}"
 
 
@@ -102,7 +105,7 @@ def _merge(
         if have.type is FieldType.RECORD:
             subs = _merge(have.fields, need.fields, path, plan)
             if subs != have.fields:
-                fields[pos] = Field(have.name, have.type, have.mode, subs)
+                fields[pos] = have.with_fields(subs)
     return tuple(fields)
 
 

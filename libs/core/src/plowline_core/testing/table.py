@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plowline_core.errors import PlowlineError
+from plowline_core.errors import PermanentError, PlowlineError
 from plowline_core.schema.field import Field
 from plowline_core.schema.widening import plan_widening
 
@@ -17,6 +17,8 @@ class InMemoryTableSchemaStore:
         itself here: tests call ``refresh``); ``widen_backend`` plays another process
         (the mutator) changing the table behind the cache's back. ``add_fields`` widens
         through ``plan_widening`` like the adapter: new columns and nested fields only.
+        ``refused`` names columns the backend refuses, as BigQuery refuses a patch with
+        400: a patch holding one of them fails whole with ``PermanentError``.
     """
 
     def __init__(self, fields: Sequence[Field] = ()) -> None:
@@ -25,6 +27,7 @@ class InMemoryTableSchemaStore:
         self.refreshes = 0
         self.patches: list[tuple[Field, ...]] = []
         self.fail_with: PlowlineError | None = None
+        self.refused: dict[str, str] = {}
 
     @property
     def backend(self) -> tuple[Field, ...]:
@@ -46,6 +49,9 @@ class InMemoryTableSchemaStore:
     def add_fields(self, fields: Sequence[Field]) -> tuple[Field, ...]:
         """Widen the backend with ``fields`` in one patch; return the fields that changed it."""
         self._maybe_fail()
+        refused = [self.refused[f.name.lower()] for f in fields if f.name.lower() in self.refused]
+        if refused:
+            raise PermanentError(f"400 {'; '.join(refused)}")
         plan = plan_widening(self._backend, fields)
         if plan.is_empty:
             self._cached = self._backend

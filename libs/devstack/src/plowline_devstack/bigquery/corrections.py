@@ -7,6 +7,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   ``If-Match`` etag fails with 412, so concurrent schema writers cannot lose a column.
 * ``table-schema-rules`` (:mod:`.schema_rules`): tables.patch/update refuse (400) a
   dropped, retyped or narrowed field and a new REQUIRED one: a schema only widens.
+* ``table-schema-limits`` (:mod:`.schema_limits`): tables.insert/patch/update refuse
+  (400) an empty or over-300-character name and more than 10,000 leaf fields.
 * ``table-patch-storage`` (:mod:`.table_patch`): tables.patch/update schema changes reach
   DuckDB storage, so the next insertAll works.
 * ``alter-ddl-catalog`` (:mod:`.alter_ddl`): ``ALTER TABLE … ADD COLUMN`` query jobs
@@ -22,6 +24,10 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
 * ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
+* ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
+  BIGNUMERIC and GEOGRAPHY columns (created, patched in, written), as analysts add them.
+* ``column-options`` (:mod:`.column_options`): maxLength, precision, scale and the other
+  column options survive create, patch and get, so a test sees whether a patch kept them.
 
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
@@ -36,12 +42,15 @@ from typing import Any
 import bqemulator.server
 
 from plowline_devstack.bigquery.alter_ddl import ALTER_DDL_CATALOG
+from plowline_devstack.bigquery.column_options import COLUMN_OPTIONS
+from plowline_devstack.bigquery.column_types import BIGNUMERIC_STORAGE, GEOGRAPHY_OFFLINE
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
 from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
+from plowline_devstack.bigquery.schema_limits import TABLE_SCHEMA_LIMITS
 from plowline_devstack.bigquery.schema_rules import TABLE_SCHEMA_RULES
 from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
 from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
@@ -51,6 +60,7 @@ from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 CORRECTIONS: tuple[Correction, ...] = (
     TABLE_ETAG_PRECONDITION,
     TABLE_SCHEMA_RULES,
+    TABLE_SCHEMA_LIMITS,
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
     INSERT_AUTO_TIMESTAMP,
@@ -60,6 +70,9 @@ CORRECTIONS: tuple[Correction, ...] = (
     *WRITE_API_CORRECTIONS,
     GCS_LOAD_SOURCES,
     WRITE_SNAPSHOTS,
+    BIGNUMERIC_STORAGE,
+    GEOGRAPHY_OFFLINE,
+    COLUMN_OPTIONS,
 )
 """Every correction, in the order routes are matched."""
 

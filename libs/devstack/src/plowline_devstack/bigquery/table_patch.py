@@ -12,6 +12,7 @@ struct paths for nested fields (``"rec"."sub"``, ``"reps"."element"."sub"``).
 
 Notes:
     Widening only, like BigQuery's own patch: dropped or retyped fields are left alone.
+    Any column type BigQuery has may be added (a RANGE column with its element type).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def _to_rest(field: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"name": field.name, "type": field.type, "mode": field.mode}
     if field.fields:
         out["fields"] = [_to_rest(sub) for sub in field.fields]
+    if field.range_element_type is not None:  # a RANGE column's DuckDB type needs it
+        out["rangeElementType"] = {"type": field.range_element_type.type}
     return out
 
 
