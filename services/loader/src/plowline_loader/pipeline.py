@@ -29,8 +29,8 @@ Notes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from typing import NamedTuple
@@ -53,6 +53,7 @@ from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 from plowline_loader.limits import Limits, SizeChecks
+from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
 
 __all__ = [
     "AccountingError",
@@ -85,56 +86,6 @@ class Destinations:
     types: Publisher
     bad_rows: Publisher
     failed_inserts: Publisher
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    """What one batch became; picklable, so executors can hand it to the driver.
-
-    Notes:
-        ``good + bad + failed == events_in``. Latencies are seconds, one per landed row
-        (collector_tstamp → insert) and per landed message with a publish time
-        (publish → insert).
-    """
-
-    events_in: int = 0
-    good: int = 0
-    bad: int = 0
-    failed: int = 0
-    types_published: int = 0
-    duration_s: float = 0.0
-    bad_by_code: Mapping[str, int] = field(default_factory=dict)
-    failed_by_reason: Mapping[str, int] = field(default_factory=dict)
-    collector_latency_s: tuple[float, ...] = ()
-    publish_latency_s: tuple[float, ...] = ()
-
-    def merge(self, other: BatchOutcome) -> BatchOutcome:
-        """Return the sum of two outcomes (counts added, latencies concatenated)."""
-        return BatchOutcome(
-            events_in=self.events_in + other.events_in,
-            good=self.good + other.good,
-            bad=self.bad + other.bad,
-            failed=self.failed + other.failed,
-            types_published=self.types_published + other.types_published,
-            duration_s=self.duration_s + other.duration_s,
-            bad_by_code=dict(Counter(self.bad_by_code) + Counter(other.bad_by_code)),
-            failed_by_reason=dict(Counter(self.failed_by_reason) + Counter(other.failed_by_reason)),
-            collector_latency_s=self.collector_latency_s + other.collector_latency_s,
-            publish_latency_s=self.publish_latency_s + other.publish_latency_s,
-        )
-
-    def without_latencies(self) -> BatchOutcome:
-        """Return the counts only (backfill sums millions of rows)."""
-        return BatchOutcome(
-            self.events_in,
-            self.good,
-            self.bad,
-            self.failed,
-            self.types_published,
-            self.duration_s,
-            self.bad_by_code,
-            self.failed_by_reason,
-        )
 
 
 class _Good(NamedTuple):
@@ -182,25 +133,6 @@ class PreparedBatch(NamedTuple):
     messages: Sequence[InboundMessage]
     batch: _Sorted
     started: datetime
-
-
-class PartlyDelivered(TransientError):
-    """The insert returned, then a publish failed: ack the durable part, hand back the rest.
-
-    Attributes:
-        outcome: the counts of the messages whose outcome is durable.
-        not_durable: the message ids whose outcome (failed insert or bad row) was not
-            published; only these may be handed back.
-    """
-
-    def __init__(self, message: str, outcome: BatchOutcome, not_durable: frozenset[str]) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.not_durable = not_durable
-
-
-class AccountingError(AssertionError):
-    """A batch's outcomes do not add up to its messages: a bug, never bad data."""
 
 
 class BatchProcessor:
@@ -267,7 +199,7 @@ class BatchProcessor:
             delivered = _Delivered(failures, refused, published, inserted_at)
             raise self._partly(prepared, delivered, stage, error) from error
         outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
-        _check_accounts(outcome)
+        check_accounts(outcome)
         return outcome
 
     def _partly(
@@ -285,7 +217,7 @@ class BatchProcessor:
         outcome = self._outcome(
             messages, durable, failures, kept, published, started, inserted_at, len(pending)
         )
-        _check_accounts(outcome)
+        check_accounts(outcome)
         return PartlyDelivered(
             f"{error} (after the insert: {len(pending)} messages handed back)",
             outcome,
@@ -387,16 +319,6 @@ class BatchProcessor:
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
-        )
-
-
-def _check_accounts(outcome: BatchOutcome) -> None:
-    """Raise AccountingError unless every message has exactly one outcome."""
-    total = outcome.good + outcome.bad + outcome.failed
-    if total != outcome.events_in:
-        raise AccountingError(
-            f"batch accounting broken: good {outcome.good} + bad {outcome.bad} + failed "
-            f"{outcome.failed} = {total}, but {outcome.events_in} events came in"
         )
 
 
