@@ -36,7 +36,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from plowline_core.badrows import BadRow, FailureCode, Processor
-from plowline_core.errors import TransientError
+from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
 from plowline_core.messages import encode_types
@@ -178,8 +178,8 @@ class BatchProcessor:
             two share no mutable state.
 
         Raises:
-            PartlyDelivered: a publish failed after the insert returned; ack all but the
-                messages it names.
+            PartlyDelivered: a publish failed (transient or permanent) after the insert
+                returned; ack all but the messages it names.
             TransientError: the table or a topic is failing; ack nothing of this batch.
         """
         messages, batch, started = prepared
@@ -195,7 +195,9 @@ class BatchProcessor:
             stage = _Stage.BAD
             if batch.bad_rows or refused.bad_rows:
                 self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
-        except TransientError as error:
+        except (TransientError, PermanentError) as error:
+            # Even a permanent refusal (topic deleted, permission revoked) must not hand
+            # back the rows just inserted: the partition would fail and insert them again.
             delivered = _Delivered(failures, refused, published, inserted_at)
             raise self._partly(prepared, delivered, stage, error) from error
         outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
@@ -203,7 +205,7 @@ class BatchProcessor:
         return outcome
 
     def _partly(
-        self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: TransientError
+        self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: PlowlineError
     ) -> PartlyDelivered:
         """Return the error naming what the failed publish left not durable."""
         messages, batch, started = prepared
