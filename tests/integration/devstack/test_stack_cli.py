@@ -11,6 +11,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.api_core import exceptions as gexc
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import bigquery, storage
 from google.pubsub_v1 import PublisherClient, SubscriberClient, types
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
@@ -184,3 +188,50 @@ def test_stack_cli_up_with_faults_turns_them_on_and_off(tmp_path: Path) -> None:
     expected = (True, "faults on: pubsub.duplicate-delivery", ["pubsub"], False)
     actual = (faulty, up.stderr.splitlines()[-2], started, healed)
     assert expected == actual, up.stderr + again.stderr
+
+
+_SAMPLE = {"STRING": "x", "TIMESTAMP": "2026-01-01T00:00:00Z", "INTEGER": 1, "BOOLEAN": True}
+
+
+def test_stack_cli_up_with_faults_starts_bigquery_and_storage_with_theirs(tmp_path: Path) -> None:
+    """``up --faults`` hands [bigquery] and [storage] faults to those servers: writes lose their answer."""
+    data_dir = tmp_path / ".plowline"
+    lost = tmp_path / "lost.toml"
+    lost.write_text(
+        "[bigquery.response-lost-after-write]\nrate = 1.0\n"
+        "[storage.response-lost-after-write]\nrate = 1.0\n"
+    )
+    try:
+        up = plowline("dev", "up", "--faults", str(lost), data_dir=data_dir)
+        exports = _exports(up.stdout)
+        bq = bigquery.Client(
+            project="plowline-local",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]  # untyped
+            client_options=ClientOptions(api_endpoint=exports["BIGQUERY_EMULATOR_HOST"]),
+        )
+        table = bq.get_table("plowline-local.snowplow.events")
+        row = {f.name: _SAMPLE[f.field_type] for f in table.schema if f.mode == "REQUIRED"}
+        outcomes = []
+        try:
+            bq.insert_rows_json(table, [row], retry=None)  # type: ignore[arg-type]  # one try
+        except gexc.ServiceUnavailable as exc:
+            outcomes.append(exc.code)
+        gcs = storage.Client(
+            project="plowline-local",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]  # untyped
+            client_options=ClientOptions(api_endpoint=exports["STORAGE_EMULATOR_HOST"]),
+        )
+        blob = gcs.bucket(gcs.list_buckets().__next__().name).blob("lost")
+        try:
+            blob.upload_from_string(b"x", if_generation_match=0, retry=None)
+        except gexc.ServiceUnavailable as exc:
+            outcomes.append(exc.code)
+        stored = (len(list(bq.list_rows(table))), blob.exists())
+    finally:
+        plowline("dev", "down", data_dir=data_dir)
+    expected = (
+        "faults on: bigquery.response-lost-after-write, storage.response-lost-after-write",
+        [503, 503],
+        (1, True),
+    )
+    assert expected == (up.stderr.splitlines()[-2], outcomes, stored), up.stderr

@@ -23,10 +23,21 @@ def _docstring_example() -> str:
 
 
 def test_the_documented_example_is_a_valid_fault_file() -> None:
-    """The TOML example in the module docstring parses, with every Pub/Sub fault on."""
+    """The TOML example in the module docstring parses: every Pub/Sub fault and some others on."""
     plan = parse_faults(tomllib.loads(_docstring_example()))
-    expected = (7, sorted(s.name for s in CATALOGUE if s.stand_in == "pubsub"))
-    assert expected == (plan.seed, sorted(plan.for_server("pubsub")))
+    expected = (
+        7,
+        sorted(s.name for s in CATALOGUE if s.stand_in == "pubsub"),
+        ["backend-error", "response-lost-after-write", "schema-propagation-delay"],
+        ["service-unavailable"],
+    )
+    actual = (
+        plan.seed,
+        sorted(plan.for_server("pubsub")),
+        sorted(plan.for_server("bigquery")),
+        sorted(plan.for_server("storage")),
+    )
+    assert expected == actual
 
 
 def test_left_out_parameters_take_their_defaults() -> None:
@@ -61,8 +72,23 @@ def test_left_out_parameters_take_their_defaults() -> None:
         pytest.param({"seed": "x"}, "seed must be an integer", id="seed"),
         pytest.param(
             {"bigquery": {"rate-limit": {}}},
-            "unknown bigquery fault 'rate-limit'; known: none yet",
-            id="not-implemented-yet",
+            "unknown bigquery fault 'rate-limit'; known: backend-error, rate-limit-exceeded, ",
+            id="bigquery-typo",
+        ),
+        pytest.param(
+            {"storage": {"timeout": {"seconds": 5}}},
+            "unknown storage fault 'timeout'; known: service-unavailable, ",
+            id="storage-typo",
+        ),
+        pytest.param(
+            {"bigquery": {"schema-propagation-delay": {"seconds": -1}}},
+            "seconds = -1 is outside 0..3600",
+            id="negative-delay",
+        ),
+        pytest.param(
+            {"bigquery": {"timeout": {"seconds": 0}}},
+            "seconds = 0 is outside 0.1..3600",
+            id="no-hang",
         ),
     ],
 )
@@ -111,3 +137,17 @@ def test_dev_faults_lists_every_fault_of_the_catalogue(capsys: pytest.CaptureFix
     printed = [line.split(":", 1)[0] for line in capsys.readouterr().out.splitlines()]
     expected = (0, [f"{spec.stand_in}.{spec.name}" for spec in CATALOGUE])
     assert expected == (code, printed)
+
+
+def test_the_sample_one_percent_plan_fails_one_percent_of_bigquery_rest_calls() -> None:
+    """examples/faults-1pct.toml parses, and its BigQuery REST rates add up to 1%."""
+    path = Path(plowline_devstack.faults.__file__).parent / "examples" / "faults-1pct.toml"
+    plan = load_faults(path)
+    rest = ("backend-error", "rate-limit-exceeded", "response-lost-after-write")
+    bigquery = plan.for_server("bigquery")
+    expected = (0.01, True)
+    actual = (
+        round(sum(bigquery[name]["rate"] for name in rest), 6),
+        bool(plan.for_server("pubsub")),
+    )
+    assert expected == actual

@@ -8,8 +8,8 @@ is named after the real behaviour it reproduces (facts and sources: LOCAL_STACK.
 "How Google really fails").
 
 The file is TOML (``*.toml``) or JSON (any other suffix): an optional ``seed`` and one
-table per stand-in (``pubsub``, later ``bigquery`` and ``storage``) holding one entry per
-fault, each with its parameters; a parameter left out takes its default::
+table per stand-in (``pubsub``, ``bigquery``, ``storage``) holding one entry per fault,
+each with its parameters; a parameter left out takes its default::
 
     seed = 7                                  # every fault draws from its own seeded generator
 
@@ -26,7 +26,25 @@ fault, each with its parameters; a parameter left out takes its default::
     rate = 0.001                              # share of responses replaced by the error
     after_seconds = 30                        # and/or close every stream this long after it opened (0 = never)
 
+    [bigquery.backend-error]                  # 500/503 backendError on REST calls
+    rate = 0.01
+
+    [bigquery.response-lost-after-write]      # insertAll / tables.patch / jobs.insert applied, answer lost
+    rate = 0.01
+
+    [bigquery.schema-propagation-delay]       # new columns reach the Write API late
+    seconds = 30
+
+    [storage.service-unavailable]             # 503 on object requests
+    rate = 0.01
+
 The same in JSON: ``{"seed": 7, "pubsub": {"duplicate-delivery": {"rate": 0.01}}}``.
+
+BigQuery REST faults apply to insertAll, tables.get/patch/update and jobs.insert/get,
+jobs.query, jobs.getQueryResults (:mod:`plowline_devstack.bigquery.faults`); the Write
+API faults to AppendRows (:mod:`plowline_devstack.bigquery.write_faults`); the Cloud
+Storage faults to object requests (:mod:`plowline_devstack.storage.faults`). A sample
+plan: ``examples/faults-1pct.toml``.
 
 Adding a fault: add a :class:`FaultSpec` to :data:`CATALOGUE` (stand-in, name, what the
 real service does, parameters), implement it in that stand-in (it receives
@@ -110,6 +128,65 @@ CATALOGUE: tuple[FaultSpec, ...] = (
                 0.0, 0.0, 86400.0, "seconds after which every stream ends, 0 = never"
             ),
         },
+    ),
+    FaultSpec(
+        "bigquery",
+        "backend-error",
+        'BigQuery answers a REST call with 500 or 503 backendError ("retry with back-off"), '
+        "nothing applied",
+        {"rate": _rate("REST calls answered 500/503 backendError")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "rate-limit-exceeded",
+        'BigQuery refuses a REST call with 403 rateLimitExceeded or 429 ("Exceeded rate '
+        'limits"), nothing applied; clients retry with back-off',
+        {"rate": _rate("REST calls refused with 403/429 rateLimitExceeded")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "timeout",
+        "a REST call hangs past the client's timeout (then fails with 503, nothing applied)",
+        {
+            "rate": _rate("REST calls that hang"),
+            "seconds": Param(60.0, 0.1, 3600.0, "how long a hanging call hangs, seconds"),
+        },
+    ),
+    FaultSpec(
+        "bigquery",
+        "response-lost-after-write",
+        "insertAll, tables.patch/update or jobs.insert is applied, then the answer is lost "
+        "(503 backendError): a retry repeats a write that already happened",
+        {"rate": _rate("applied writes whose answer is lost")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "append-stream-broken-after-apply",
+        "Storage Write API: an AppendRows request is applied, then the stream fails with "
+        "UNAVAILABLE before its response; a blind re-send without offsets appends twice",
+        {"rate": _rate("applied appends whose stream breaks before the response")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "schema-propagation-delay",
+        'Storage Write API: new columns reach it "in order of minutes" after tables.patch/'
+        'update; meanwhile AppendRows naming them is refused with INVALID_ARGUMENT "Input '
+        'schema has more fields than BigQuery schema"',
+        {"seconds": Param(60.0, 0.0, 3600.0, "seconds a widened schema takes to reach appends")},
+    ),
+    FaultSpec(
+        "storage",
+        "service-unavailable",
+        "Cloud Storage answers an object request (upload, download, get, list, delete) with "
+        "503, nothing done; clients retry idempotent calls",
+        {"rate": _rate("object requests answered 503")},
+    ),
+    FaultSpec(
+        "storage",
+        "response-lost-after-write",
+        "an object upload is stored, then the answer is lost (503): a retry with "
+        "ifGenerationMatch=0 gets 412, one without writes again",
+        {"rate": _rate("stored uploads whose answer is lost")},
     ),
 )
 """Every fault, by stand-in and name."""

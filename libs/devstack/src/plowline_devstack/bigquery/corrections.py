@@ -29,6 +29,14 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * ``column-options`` (:mod:`.column_options`): maxLength, precision, scale and the other
   column options survive create, patch and get, so a test sees whether a patch kept them.
 
+Faults are not corrections: a correction is always on, a fault only when a fault plan
+names it (``--faults FILE``). The BigQuery faults (``backend-error``,
+``rate-limit-exceeded``, ``timeout``, ``response-lost-after-write`` on REST;
+``append-stream-broken-after-apply``, ``schema-propagation-delay`` on the Write API) live
+in :mod:`.faults` and :mod:`.write_faults`; the launcher puts the REST ones first in the
+chain, before every correction, and installs the Write API ones on top of
+:mod:`.write_streams`.
+
 Installation wraps the emulator's FastAPI app in :class:`.interception.CorrectedApp`
 when the emulator builds it (corrections owning the same route chain, in this order); a correction can be left out by name (for tests that prove
 each defect exists without it).

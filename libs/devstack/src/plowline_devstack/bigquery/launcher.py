@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from plowline_devstack.bigquery import corrections, insert_dedup, offline
+from plowline_core.errors import ConfigError
+
+from plowline_devstack.bigquery import corrections, faults, insert_dedup, offline, write_faults
+from plowline_devstack.faults import load_faults
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -40,6 +44,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="SECONDS",
         help="insertAll de-duplicates a row's insertId for this long, as BigQuery (default: 60)",
     )
+    parser.add_argument(
+        "--faults",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="fault file (TOML or JSON) whose [bigquery] faults this emulator injects; see "
+        "`plowline dev faults` and plowline_devstack/faults.py (default: no faults)",
+    )
     parser.add_argument("--log-level", default="warning", help="emulator log level")
     return parser.parse_args(argv)
 
@@ -47,9 +59,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     """Start the emulator and serve until SIGTERM/SIGINT."""
     args = parse_args(argv)
+    try:
+        plan = load_faults(args.faults)
+    except ConfigError as error:
+        print(f"python -m plowline_devstack.bigquery: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
     offline.start_offline()
     disabled = corrections.CORRECTION_NAMES if args.no_corrections else args.disable_correction
-    corrections.install(corrections.select(disabled))
+    faults.configure(faults.BigQueryFaults(plan.for_server("bigquery"), plan.seed))
+    rest = faults.rest_faults() if plan.for_server("bigquery") else ()
+    corrections.install((*rest, *corrections.select(disabled)))
+    write_faults.install()
     insert_dedup.configure(args.insert_id_window)
 
     # Imported late: bqemulator reads BQEMU_* settings from the environment set above.

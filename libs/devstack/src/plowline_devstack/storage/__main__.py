@@ -1,6 +1,6 @@
-"""Entry point: ``python -m plowline_devstack.storage`` (gcp-storage-emulator's own arguments)."""
+"""Entry point: ``python -m plowline_devstack.storage`` (gcp-storage-emulator's own arguments, plus --faults FILE)."""
 
-from plowline_devstack.storage.preconditions import main
+from plowline_devstack.storage.launcher import main
 
 if __name__ == "__main__":
     main()

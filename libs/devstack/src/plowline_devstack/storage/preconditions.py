@@ -16,13 +16,11 @@ Notes:
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
 from gcp_storage_emulator import server as emulator_server
-from gcp_storage_emulator.__main__ import main as emulator_main
 from gcp_storage_emulator.exceptions import NotFound
 from gcp_storage_emulator.handlers import objects
 
@@ -118,9 +116,3 @@ def install() -> None:
     # The server also falls back to ``objects.insert`` by attribute for uploads posted
     # without the /upload prefix.
     objects.insert = replacements[objects.insert]
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run gcp-storage-emulator (same arguments) with the preconditions enforced."""
-    install()
-    emulator_main(list(sys.argv[1:] if argv is None else argv))

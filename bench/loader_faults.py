@@ -1,0 +1,128 @@
+"""Measure the streaming loader's throughput with faults on against none, in the same run.
+
+Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 10000]
+[--max-messages N]`` (default plan: ``examples/faults-1pct.toml``, 1% of BigQuery and
+Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
+
+For each plan in turn (none first, then ``--faults``) on a fresh local stack, the same
+Spark session (local[2]) and the same traffic as ``bench/loader.py``'s sustained phase:
+warm up with 1,000 events, drain a backlog of ``--events`` enriched events and report
+events/s at steady state and from the query's start (``bench/loader.py`` explains both).
+Then count the table's rows and distinct event ids: with faults on, a difference is a
+duplicate and a shortfall a loss (counts are exact: both runs start from an empty table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from pathlib import Path
+
+import loader as base  # bench/loader.py: the traffic, the loader config, the sustained phase
+import plowline_devstack
+from google.cloud import bigquery
+from google.cloud.bigquery.retry import DEFAULT_RETRY
+from plowline_cloud.clients import bigquery_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.schema.columns import column_field
+from plowline_devstack.faults import NO_FAULTS, FaultPlan, load_faults
+from plowline_devstack.provisioning import StackConfig
+from plowline_devstack.stack import LocalStack, start_stack
+from plowline_loader.spark import SparkSettings, build_spark_session
+from pyspark.sql import SparkSession
+
+DEFAULT_PLAN = Path(plowline_devstack.__file__).parent / "examples" / "faults-1pct.toml"
+WARM_UP = 1_000
+RETRY = DEFAULT_RETRY.with_deadline(120)
+
+
+def _counts(stack: LocalStack) -> tuple[int, int]:
+    """Return (rows, distinct event ids) of the events table."""
+    client: bigquery.Client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    table = f"`{stack.project}.{stack.dataset}.{stack.table}`"
+    job = client.query(
+        f"SELECT COUNT(*), COUNT(DISTINCT event_id) FROM {table}", retry=RETRY, job_retry=None
+    )
+    rows, distinct = next(iter(job.result(retry=RETRY, timeout=120)))
+    return int(rows), int(distinct)
+
+
+def _run(
+    spark: SparkSession, plan: FaultPlan, name: str, events: int, max_messages: int
+) -> dict[str, float]:
+    """Drain ``events`` on a fresh stack with ``plan``; return the figures of one run."""
+    root = base.ROOT / name
+    stack = start_stack(root / "stack", StackConfig(), faults=plan)
+    try:
+        client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+        store = BigQueryTableSchemaStore(client, stack.table_ref, 60.0, SystemClock())
+        store.add_fields([column_field(k, s, sh) for k, (s, sh) in base.SCHEMAS.items()])
+        base._sustained(spark, stack, base.ROOT, WARM_UP, max_messages)
+        started = time.monotonic()
+        steady, from_start = base._sustained(spark, stack, base.ROOT, events, max_messages)
+        wall = time.monotonic() - started
+        time.sleep(2.0)  # let in-flight retries land before counting
+        rows, distinct = _counts(stack)
+    finally:
+        stack.stop()
+    return {
+        "steady": steady,
+        "from_start": from_start,
+        "wall": wall,
+        "rows": rows,
+        "distinct": distinct,
+        "published": events + WARM_UP,
+    }
+
+
+def main() -> None:
+    """Run without faults, then with ``--faults``, and print both and their ratio."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--faults",
+        type=Path,
+        default=DEFAULT_PLAN,
+        help="fault plan for the second run (default: examples/faults-1pct.toml)",
+    )
+    parser.add_argument(
+        "--events", type=int, default=10_000, help="backlog drained per run (10000)"
+    )
+    parser.add_argument(
+        "--max-messages",
+        type=int,
+        default=base.MAX_MESSAGES,
+        help=f"messages per partition per micro-batch (the loader's default, {base.MAX_MESSAGES})",
+    )
+    args = parser.parse_args()
+    plan = load_faults(args.faults)
+    base._registry_dir(base.ROOT)
+    spark = build_spark_session(SparkSettings(master="local[2]", app_name="plowline-bench"))
+    try:
+        kind = _run(spark, NO_FAULTS, "kind", args.events, args.max_messages)
+        faulty = _run(spark, plan, "faulty", args.events, args.max_messages)
+    finally:
+        spark.stop()
+    print(f"faults: {args.faults} ({', '.join(plan.names())})")
+    print(f"{'measure':<34}  {'no faults':>12}  {'faults':>12}  {'ratio':>6}")
+    for key, label in (
+        ("steady", "events/s, steady state"),
+        ("from_start", "events/s, from query start"),
+    ):
+        ratio = faulty[key] / kind[key] if kind[key] else 0.0
+        print(f"{label:<34}  {kind[key]:>12,.0f}  {faulty[key]:>12,.0f}  {ratio:>6.2f}")
+    for key, label in (
+        ("wall", "seconds to drain the backlog"),
+        ("published", "events published (warm-up + run)"),
+        ("rows", "rows in the table"),
+        ("distinct", "distinct event ids in the table"),
+    ):
+        print(f"{label:<34}  {kind[key]:>12,.1f}  {faulty[key]:>12,.1f}")
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()

@@ -1,0 +1,239 @@
+"""The BigQuery REST faults of the catalogue (:mod:`plowline_devstack.faults`), on the routes that matter.
+
+Unlike the corrections (always on, :mod:`.corrections`), these make the emulator fail the
+way BigQuery does now and then; each is off unless the plan names it. They sit first in
+the interception chain (:mod:`.interception`), so a call that fails never reaches a
+correction or the emulator:
+
+* ``backend-error``: the call is answered 500 or 503 ``backendError``, nothing applied.
+* ``rate-limit-exceeded``: the call is answered 403 or 429 ``rateLimitExceeded``, nothing
+  applied.
+* ``timeout``: the call hangs for ``seconds`` (past the client's timeout), then is answered
+  503 ``backendError``, nothing applied.
+* ``response-lost-after-write``: a write (insertAll, tables.patch/update, jobs.insert) is
+  applied, then answered 503 ``backendError`` instead of its result. A retried insertAll
+  is then de-duplicated by insertId (the ``insert-id-dedup`` correction, within its
+  window); a retried jobs.insert finds its job id taken.
+
+The same entries note the columns each successful tables.patch/update adds, for the Write
+API's ``schema-propagation-delay`` (:func:`record_widening`, read by :mod:`.write_faults`).
+
+Routes (``FAULTED_ROUTES``): insertAll; tables.get/patch/update; jobs.insert, jobs.get,
+jobs.query, jobs.getQueryResults. Creating datasets and tables, listing and reading rows
+(tabledata.list) are never faulted, so a stack always provisions.
+
+Each fault draws from its own generator seeded with the plan's seed and its name: the same
+seed and the same calls fail the same way. The error bodies are BigQuery's JSON error
+shape (``error.code``, ``error.message``, ``error.errors[].reason``, ``error.status``),
+which the official client reads to decide whether to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
+from plowline_devstack.faults import Params
+
+BACKEND_ERROR = "backend-error"
+RATE_LIMIT = "rate-limit-exceeded"
+TIMEOUT = "timeout"
+RESPONSE_LOST = "response-lost-after-write"
+STREAM_BROKEN = "append-stream-broken-after-apply"
+PROPAGATION_DELAY = "schema-propagation-delay"
+BACKEND_MESSAGE = (
+    "An internal error occurred and the request could not be completed. This is usually "
+    "caused by a transient issue. Retrying the job with back-off as described in the "
+    "BigQuery SLA should solve the problem."
+)
+RATE_LIMIT_MESSAGE = (
+    "Exceeded rate limits: too many api requests per user per method for this user_method."
+)
+
+_PROJECT = "/bigquery/v2/projects/{project}"
+_TABLE = _PROJECT + "/datasets/{dataset}/tables/{table}"
+FAULTED_ROUTES: tuple[tuple[str, str], ...] = (
+    ("POST", _TABLE + "/insertAll"),
+    ("GET", _TABLE),
+    ("PATCH", _TABLE),
+    ("PUT", _TABLE),
+    ("POST", _PROJECT + "/jobs"),
+    ("GET", _PROJECT + "/jobs/{job}"),
+    ("POST", _PROJECT + "/queries"),
+    ("GET", _PROJECT + "/queries/{job}"),
+)
+"""(method, path) of every call the REST faults apply to."""
+
+_WRITES = frozenset(
+    {
+        ("POST", _TABLE + "/insertAll"),
+        ("PATCH", _TABLE),
+        ("PUT", _TABLE),
+        ("POST", _PROJECT + "/jobs"),
+    }
+)
+
+
+def error_reply(status: int, reason: str, message: str) -> Reply:
+    """Return BigQuery's JSON error for ``status`` with one error of ``reason``."""
+    grpc_status = {
+        403: "PERMISSION_DENIED",
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+    }[status]
+    domain = "usageLimits" if reason == "rateLimitExceeded" else "global"
+    return Reply.of_json(
+        status,
+        {
+            "error": {
+                "code": status,
+                "message": message,
+                "errors": [{"message": message, "domain": domain, "reason": reason}],
+                "status": grpc_status,
+            }
+        },
+    )
+
+
+def backend_error(status: int = 503) -> Reply:
+    """Return BigQuery's ``backendError`` (500 or 503)."""
+    return error_reply(status, "backendError", BACKEND_MESSAGE)
+
+
+class BigQueryFaults:
+    """Draw the BigQuery faults a plan turned on (thread-safe: REST and gRPC both draw)."""
+
+    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
+        plan = plan or {}
+        self.plan = dict(plan)
+        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
+        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
+        self._lock = threading.Lock()
+        self.hang_seconds = float(plan.get(TIMEOUT, {}).get("seconds", 60.0))
+        self.names = tuple(sorted(plan))
+
+    def draw(self, name: str) -> bool:
+        """Return True when fault ``name`` strikes this call."""
+        rate = self._rates.get(name, 0.0)
+        if rate <= 0.0:
+            return False
+        with self._lock:
+            return self._draws[name].random() < rate
+
+    def coin(self, name: str) -> bool:
+        """Return a fair coin from fault ``name``'s generator (which of two real answers)."""
+        with self._lock:
+            return self._draws[name].random() < 0.5
+
+    def param(self, name: str, key: str) -> float | None:
+        """Return parameter ``key`` of fault ``name``, None when the fault is off."""
+        params = self.plan.get(name)
+        return None if params is None else float(params[key])
+
+
+@dataclass(slots=True)
+class _State:
+    faults: BigQueryFaults
+
+
+_state = _State(BigQueryFaults())
+
+
+def configure(faults: BigQueryFaults) -> None:
+    """Turn on the faults of ``faults`` in this process (the launcher calls it once)."""
+    _state.faults = faults
+
+
+def current() -> BigQueryFaults:
+    """Return the faults on in this process (none unless configured)."""
+    return _state.faults
+
+
+TableKey = tuple[str, str, str]
+_widened: dict[TableKey, tuple[float, frozenset[str]]] = {}
+"""Per table: until when (monotonic) new columns stay unknown to appends, and the old columns."""
+_widened_lock = threading.Lock()
+
+
+def record_widening(table: TableKey, before: frozenset[str], after: frozenset[str]) -> None:
+    """Note that ``table`` gained columns now (``schema-propagation-delay``; no-op when off)."""
+    delay = _state.faults.param(PROPAGATION_DELAY, "seconds")
+    if delay is None or not after - before:
+        return
+    now = time.monotonic()
+    with _widened_lock:
+        until, known = _widened.get(table, (0.0, before))
+        if until < now:
+            known = before  # an earlier widening has propagated by now
+        _widened[table] = (now + delay, known)
+
+
+def not_yet_propagated(table: TableKey, names: list[str]) -> list[str]:
+    """Return those of ``names`` that are columns of ``table`` too new for the Write API."""
+    with _widened_lock:
+        until, known = _widened.get(table, (0.0, frozenset()))
+    if until < time.monotonic():
+        return []
+    lowered = {name.lower() for name in known}
+    return [name for name in names if name.lower() not in lowered]
+
+
+def _columns(context: Any, params: Mapping[str, str]) -> frozenset[str]:
+    meta = context.catalog.get_table(params["project"], params["dataset"], params["table"])
+    return frozenset() if meta is None else frozenset(f.name for f in meta.schema_.fields)
+
+
+async def _forward_noting_widening(exchange: Exchange, method: str) -> Reply:
+    """Forward; for a successful tables.patch/update, record the columns it added."""
+    if method not in ("PATCH", "PUT") or _state.faults.param(PROPAGATION_DELAY, "seconds") is None:
+        return await exchange.forward(exchange.body)
+    before = _columns(exchange.context, exchange.params)
+    reply = await exchange.forward(exchange.body)
+    if 200 <= reply.status < 300:
+        key = (exchange.params["project"], exchange.params["dataset"], exchange.params["table"])
+        record_widening(key, before, _columns(exchange.context, exchange.params))
+    return reply
+
+
+def _entry(method: str, path: str) -> Correction:
+    write = (method, path) in _WRITES
+
+    async def handle(exchange: Exchange) -> Reply:
+        faults = _state.faults
+        if faults.draw(BACKEND_ERROR):
+            return backend_error(500 if faults.coin(BACKEND_ERROR) else 503)
+        if faults.draw(RATE_LIMIT):
+            status = 403 if faults.coin(RATE_LIMIT) else 429
+            return error_reply(status, "rateLimitExceeded", RATE_LIMIT_MESSAGE)
+        if faults.draw(TIMEOUT):
+            await asyncio.sleep(faults.hang_seconds)
+            return backend_error()
+        reply = await _forward_noting_widening(exchange, method)
+        if write and 200 <= reply.status < 300 and faults.draw(RESPONSE_LOST):
+            return backend_error()
+        return reply
+
+    return Correction(
+        name=f"faults {method} {path}",
+        summary="REST faults on demand (off unless a fault plan names them)",
+        methods=(method,),
+        paths=(path,),
+        handler=handle,
+    )
+
+
+def rest_faults() -> tuple[Correction, ...]:
+    """Return the interception entries that inject the REST faults, one per faulted route.
+
+    Notes:
+        They go first in the chain (before every correction), so a refused call changes
+        nothing and a lost response follows every correction's work.
+    """
+    return tuple(_entry(method, path) for method, path in FAULTED_ROUTES)

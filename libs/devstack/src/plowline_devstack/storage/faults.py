@@ -1,0 +1,104 @@
+"""The Cloud Storage faults of the catalogue (:mod:`plowline_devstack.faults`), on object requests.
+
+* ``service-unavailable``: an object request (upload, download, get, list, delete, patch,
+  copy, compose) is answered 503 with Cloud Storage's JSON error, nothing done. The
+  official client retries idempotent calls (and uploads carrying a generation
+  precondition) on 503.
+* ``response-lost-after-write``: an upload (POST or PUT on an object route) is stored,
+  then answered 503 instead of the object's metadata. A retry with ``ifGenerationMatch=0``
+  then gets 412 (the object exists: the ``preconditions`` correction), one without a
+  precondition writes the object again.
+
+Bucket requests and the emulator's own ``/`` and ``/wipe`` are never faulted, so a stack
+always starts and provisions. Each fault draws from its own generator seeded with the
+plan's seed and its name. Installed on top of :mod:`.preconditions` by wrapping the
+handlers of gcp-storage-emulator's route table.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from typing import Any
+
+from gcp_storage_emulator import server as emulator_server
+from gcp_storage_emulator.handlers import objects
+
+from plowline_devstack.faults import Params
+
+SERVICE_UNAVAILABLE = "service-unavailable"
+RESPONSE_LOST = "response-lost-after-write"
+MESSAGE = "We encountered an internal error. Please try again."
+
+Handler = Callable[..., Any]
+
+
+class StorageFaults:
+    """Draw the Cloud Storage faults a plan turned on (thread-safe: one thread per request)."""
+
+    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
+        plan = plan or {}
+        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
+        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
+        self._lock = threading.Lock()
+        self.names = tuple(sorted(plan))
+
+    def draw(self, name: str) -> bool:
+        """Return True when fault ``name`` strikes this request."""
+        rate = self._rates.get(name, 0.0)
+        if rate <= 0.0:
+            return False
+        with self._lock:
+            return self._draws[name].random() < rate
+
+
+def unavailable(response: Any) -> None:
+    """Make ``response`` Cloud Storage's 503 (whatever the handler put in it before)."""
+    response.status = HTTPStatus.SERVICE_UNAVAILABLE
+    response.json(
+        {
+            "error": {
+                "code": 503,
+                "message": MESSAGE,
+                "errors": [{"message": MESSAGE, "domain": "global", "reason": "backendError"}],
+            }
+        }
+    )
+
+
+def faulted(original: Handler, faults: StorageFaults, write: bool) -> Handler:
+    """Wrap one object handler with the faults (``write``: it stores an object)."""
+
+    def handler(request: Any, response: Any, storage: Any, *args: Any, **kwargs: Any) -> Any:
+        if faults.draw(SERVICE_UNAVAILABLE):
+            _ = request.data  # read the body, so the connection stays usable
+            return unavailable(response)
+        result = original(request, response, storage, *args, **kwargs)
+        if write and response.status == HTTPStatus.OK and faults.draw(RESPONSE_LOST):
+            unavailable(response)
+        return result
+
+    return handler
+
+
+def _object_route(regex: str) -> bool:
+    return "object_id" in regex or regex.endswith("/o$")
+
+
+def install(faults: StorageFaults) -> None:
+    """Wrap every object route's handlers with ``faults`` (nothing when none is on)."""
+    if not faults.names:
+        return
+    wrapped: dict[tuple[Handler, bool], Handler] = {}
+    for regex, handlers in emulator_server.HANDLERS:
+        if not _object_route(regex):
+            continue
+        for method, original in list(handlers.items()):
+            write = method in ("POST", "PUT")
+            if (original, write) not in wrapped:
+                wrapped[original, write] = faulted(original, faults, write)
+            handlers[method] = wrapped[original, write]
+    # Uploads posted without the /upload prefix reach ``objects.insert`` by attribute.
+    objects.insert = wrapped.get((objects.insert, True), objects.insert)
