@@ -1,7 +1,9 @@
 """Root test configuration: tiers by directory, shared-data paths, and a network guard.
 
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
-``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``; select with ``-m``.
+``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``, under
+``tests/cluster`` ``cluster``; select with ``-m``. ``local_stack`` lives here because two
+tiers share it (integration, cluster): in one session the stack starts once.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
 tier's local stack with that fault plan (``plowline_devstack/faults.py``; default none).
@@ -13,7 +15,7 @@ import ipaddress
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -23,9 +25,12 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("plowline", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("plowline")
 
+if TYPE_CHECKING:
+    from plowline_devstack.stack import LocalStack
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-_TIERS = ("unit", "integration", "e2e", "fuzz")
+_TIERS = ("unit", "integration", "e2e", "fuzz", "cluster")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,3 +110,30 @@ def _network_guard() -> Iterator[None]:
     yield
     socket.socket.connect = real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def local_stack(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[LocalStack]:
+    """The local stack, started once per session with the default config (and ``--faults``)."""
+    from plowline_core.errors import ConfigError
+    from plowline_devstack.faults import load_faults
+    from plowline_devstack.provisioning import StackConfig
+    from plowline_devstack.stack import StackStartError, start_stack
+
+    data_dir = tmp_path_factory.mktemp("local-stack")
+    try:
+        faults = load_faults(pytestconfig.getoption("faults"))
+        stack = start_stack(data_dir, StackConfig(), faults=faults)
+    except ConfigError as exc:
+        pytest.fail(f"--faults: {exc}", pytrace=False)
+    except StackStartError as exc:
+        pytest.fail(f"the local stack did not start:\n{exc}", pytrace=False)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in stack.env().items():
+                patch.setenv(name, value)
+            yield stack
+    finally:
+        stack.stop()

@@ -1,6 +1,6 @@
 """Integration fixtures: the local stack (Pub/Sub, BigQuery, Cloud Storage stand-ins) once per session.
 
-``local_stack`` starts the three servers on free loopback ports in a temporary directory,
+``local_stack`` (defined in the root conftest, shared with the cluster tier) starts the three servers on free loopback ports in a temporary directory,
 provisions the default config (project ``plowline-local``, dataset ``snowplow``, table
 ``events``, topics ``enriched``/``types``/``bad-rows``/``failed-inserts`` and their
 subscriptions, buckets ``plowline-dead-end``/``plowline-bad-rows``), points the Google
@@ -31,33 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plowline_core.errors import ConfigError
-from plowline_devstack.faults import load_faults
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import LocalStack, StackStartError, start_stack
-
-
-@pytest.fixture(scope="session")
-def local_stack(
-    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
-) -> Iterator[LocalStack]:
-    """The local stack, started once per session with the default config (and ``--faults``)."""
-    data_dir = tmp_path_factory.mktemp("local-stack")
-    try:
-        faults = load_faults(pytestconfig.getoption("faults"))
-        stack = start_stack(data_dir, StackConfig(), faults=faults)
-    except ConfigError as exc:
-        pytest.fail(f"--faults: {exc}", pytrace=False)
-    except StackStartError as exc:
-        pytest.fail(f"the local stack did not start:\n{exc}", pytrace=False)
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            for name, value in stack.env().items():
-                patch.setenv(name, value)
-            yield stack
-    finally:
-        stack.stop()
-
 
 CONFIG = {
     "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",

@@ -7,8 +7,10 @@ Notes:
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +24,13 @@ REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 DOCKER = DEPLOY / "docker"
 OVERLAYS = ("dev", "prod")
+COMPONENTS = DEPLOY / "k8s" / "components"
+#: Overlays with optional components (deploy/k8s/components) added: ``overlay+component…``.
+VARIANTS = (
+    "prod+monitoring-gmp",
+    "prod+monitoring-prometheus-operator",
+    "prod+keda-scaling",
+)
 
 #: package name of each image built from deploy/docker/<name>.Dockerfile
 PACKAGES = {
@@ -43,19 +52,37 @@ Manifest = dict[str, Any]
 
 
 def render_overlay(overlay: str) -> list[Manifest]:
-    """Return the manifests ``kubectl kustomize deploy/k8s/overlays/<overlay>`` prints."""
+    """Return the manifests ``kubectl kustomize deploy/k8s/overlays/<overlay>`` prints.
+
+    ``overlay+component+…`` renders the overlay with those components added, as a user's
+    kustomization listing them would (kustomize refuses absolute paths, hence relative ones).
+    """
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.fail(
             "kubectl is not on PATH: the deploy tests render overlays with `kubectl kustomize`"
         )
-    result = subprocess.run(
-        [kubectl, "kustomize", str(DEPLOY / "k8s" / "overlays" / overlay)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    name, *components = overlay.split("+")
+    with tempfile.TemporaryDirectory() as scratch:
+        target = DEPLOY / "k8s" / "overlays" / name
+        if components:
+            target = Path(scratch)
+            overlay_file = DEPLOY / "k8s" / "overlays" / name / "kustomization.yaml"
+            kustomization = {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "namespace": yaml.safe_load(overlay_file.read_text())["namespace"],
+                "resources": [os.path.relpath(DEPLOY / "k8s" / "overlays" / name, scratch)],
+                "components": [os.path.relpath(COMPONENTS / c, scratch) for c in components],
+            }
+            (target / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        result = subprocess.run(
+            [kubectl, "kustomize", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     if result.returncode != 0:
         pytest.fail(f"kubectl kustomize {overlay} failed:\n{result.stderr}")
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]

@@ -24,8 +24,8 @@ def _service(deploy: Any, name: str) -> dict[str, Any]:
 
 
 def test_compose_defines_the_stack(deploy: Any) -> None:
-    """The file has the Pub/Sub emulator, the two stand-ins, provisioning and the four services."""
-    expected = {"pubsub", "bigquery", "storage", "provision", *SERVICES}
+    """The file has the emulators, provisioning, the four services, Prometheus and Grafana."""
+    expected = {"pubsub", "bigquery", "storage", "provision", *SERVICES, "prometheus", "grafana"}
     assert expected == set(deploy.load_compose()["services"])
 
 

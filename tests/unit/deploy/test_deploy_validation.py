@@ -4,7 +4,11 @@
   `kubernetes-validate` (strict: an unknown field is an error).
 * The SparkApplication against deploy/k8s/schema/sparkapplication-v1beta2.schema.json, the
   project's schema of the operator CRD fields it uses (the Kubernetes schemas do not know
-  custom resources, and the API server would prune a misspelt field silently).
+  custom resources, and the API server would prune a misspelt field silently); likewise the
+  monitoring and scaling custom resources of deploy/k8s/components (PodMonitoring, Rules,
+  ServiceMonitor, PrometheusRule, ScaledObject, TriggerAuthentication), each against the
+  schema of deploy/k8s/schema naming the CRD version it follows. The components are
+  rendered on top of the prod overlay, as a user's overlay listing them would.
 * checkov over the rendered manifests and the Dockerfiles: no failed check; every skip is
   an inline annotation or comment that says why. checkov cannot share the workspace's lock
   (it pins older Google and pytest releases), so it runs as a pinned uv tool.
@@ -23,7 +27,23 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-OVERLAYS = ["dev", "prod"]
+OVERLAYS = [
+    "dev",
+    "prod",
+    "prod+monitoring-gmp",
+    "prod+monitoring-prometheus-operator",
+    "prod+keda-scaling",
+]
+#: Custom resources and the project's schema of the CRD fields each uses.
+CRD_SCHEMAS = {
+    "SparkApplication": "sparkapplication-v1beta2.schema.json",
+    "PodMonitoring": "podmonitoring-v1.schema.json",
+    "Rules": "rules-v1.schema.json",
+    "ServiceMonitor": "servicemonitor-v1.schema.json",
+    "PrometheusRule": "prometheusrule-v1.schema.json",
+    "ScaledObject": "scaledobject-v1alpha1.schema.json",
+    "TriggerAuthentication": "triggerauthentication-v1alpha1.schema.json",
+}
 #: The oldest Kubernetes the manifests support (GKE.md) and the newest the validator knows.
 TARGET_VERSIONS = ["1.33.0", "1.37.0"]
 CHECKOV = "checkov==3.3.30"
@@ -59,7 +79,7 @@ def test_k8s_objects_are_valid_for_the_target_kubernetes(
     errors = [
         error
         for manifest in deploy.render(overlay)
-        if manifest["kind"] != "SparkApplication"
+        if manifest["kind"] not in CRD_SCHEMAS
         for error in _k8s_errors(manifest, target)
     ]
     expected: list[str] = []
@@ -94,9 +114,9 @@ def test_spark_application_matches_the_operator_schema(deploy: Any, overlay: str
 
 def _set(app: dict[str, Any], path: str, value: Any) -> None:
     *parents, leaf = path.split("/")
-    node = app
+    node: Any = app
     for key in parents:
-        node = node[key]
+        node = node[int(key)] if isinstance(node, list) else node[key]
     node[leaf] = value
 
 
@@ -195,3 +215,84 @@ def test_checkov_scans_the_files_it_is_given(deploy: Any) -> None:
     """The Dockerfiles checkov scans are the ones the images build from."""
     expected = sorted(f"{name}.Dockerfile" for name in deploy.packages)
     assert expected == sorted(p.name for p in Path(deploy.docker).glob("*.Dockerfile"))
+
+
+def _crd_errors(deploy: Any, manifest: dict[str, Any]) -> list[str]:
+    path = deploy.repo / "deploy" / "k8s" / "schema" / CRD_SCHEMAS[manifest["kind"]]
+    validator = jsonschema.Draft202012Validator(json.loads(path.read_text()))
+    return sorted(
+        f"{manifest['kind']}/{manifest['metadata']['name']} "
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(manifest)
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(CRD_SCHEMAS))
+def test_crd_schema_is_valid_and_names_the_crd_version(deploy: Any, kind: str) -> None:
+    """Each custom-resource schema is a valid draft 2020-12 schema naming the CRD version followed."""
+    path = deploy.repo / "deploy" / "k8s" / "schema" / CRD_SCHEMAS[kind]
+    schema = json.loads(path.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    version = str(schema.get("x-crd-version") or schema.get("x-operator-version")).split()[-1]
+    expected = (kind, True)
+    assert expected == (schema["properties"]["kind"]["const"], version in schema["description"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS[2:])
+def test_component_custom_resources_match_their_schemas(deploy: Any, overlay: str) -> None:
+    """Every monitoring and scaling resource a component adds validates against its schema."""
+    errors = [
+        error
+        for manifest in deploy.render(overlay)
+        if manifest["kind"] in CRD_SCHEMAS and manifest["kind"] != "SparkApplication"
+        for error in _crd_errors(deploy, manifest)
+    ]
+    expected: list[str] = []
+    assert expected == errors
+
+
+def _first(deploy: Any, overlay: str, kind: str) -> dict[str, Any]:
+    return copy.deepcopy(next(m for m in deploy.render(overlay) if m["kind"] == kind))
+
+
+@pytest.mark.parametrize(
+    ("overlay", "kind", "path", "value"),
+    [
+        pytest.param(
+            "prod+monitoring-gmp", "PodMonitoring", "spec/endpoints/0/intreval", "30s",
+            id="podmonitoring-misspelt-field",
+        ),
+        pytest.param(
+            "prod+monitoring-gmp", "Rules", "spec/groups/0/rules/0/for", "15 minutes",
+            id="rules-duration-not-prometheus-syntax",
+        ),
+        pytest.param(
+            "prod+monitoring-prometheus-operator", "ServiceMonitor", "spec/endpoints/0/port", 8080,
+            id="servicemonitor-port-not-a-name",
+        ),
+        pytest.param(
+            "prod+monitoring-prometheus-operator", "PrometheusRule", "spec/groups/0/rules/0/exp",
+            "up", id="prometheusrule-misspelt-expr",
+        ),
+        pytest.param(
+            "prod+keda-scaling", "ScaledObject", "spec/triggers/0/metadata/subscriptionSize", "5",
+            id="scaledobject-pubsub-unknown-metadata",
+        ),
+        pytest.param(
+            "prod+keda-scaling", "ScaledObject", "spec/minReplicas", 1,
+            id="scaledobject-hpa-field-name",
+        ),
+        pytest.param(
+            "prod+keda-scaling", "TriggerAuthentication", "spec/podIdentity/provider", "gke",
+            id="triggerauthentication-provider-not-in-enum",
+        ),
+    ],
+)  # fmt: skip
+def test_crd_schemas_reject_a_wrong_field(
+    deploy: Any, overlay: str, kind: str, path: str, value: Any
+) -> None:
+    """A misspelt, mistyped or out-of-enum field of a component resource fails validation."""
+    manifest = _first(deploy, overlay, kind)
+    _set(manifest, path, value)
+    expected = 1
+    assert expected == len(_crd_errors(deploy, manifest))

@@ -98,14 +98,17 @@ def start_health_server(
     ready: Callable[[], bool],
     host: str = "0.0.0.0",
     details: Callable[[], Mapping[str, Any]] | None = None,
+    liveness: Callable[[], Mapping[str, Any]] | None = None,
 ) -> HealthServer:
     """Serve ``/healthz`` (alive), ``/readyz`` (200 if ``ready()`` else 503) and ``/metrics``.
 
     With ``details``, ``/readyz`` answers JSON: ``{"ready": …, **details()}`` (what the
-    service waits on); without, ``ready`` or ``not ready`` as text.
+    service waits on); without, ``ready`` or ``not ready`` as text. With ``liveness``
+    (``ProgressWatch.details``), ``/healthz`` answers its JSON, 503 when ``alive`` is false;
+    without, a constant ``ok``.
     """
     collectors = registry.registry if isinstance(registry, MetricsRegistry) else registry
-    handler = _handler_class(collectors, ready, details)
+    handler = _handler_class(collectors, ready, details, liveness)
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     thread = threading.Thread(
@@ -136,16 +139,24 @@ def _readyz(
     return status, body, "application/json"
 
 
+def _healthz(liveness: Callable[[], Mapping[str, Any]] | None) -> tuple[int, bytes, str]:
+    if liveness is None:
+        return 200, b"ok\n", "text/plain"
+    state = liveness()
+    return (200 if state.get("alive") else 503), orjson.dumps(state), "application/json"
+
+
 def _handler_class(
     collectors: CollectorRegistry,
     ready: Callable[[], bool],
     details: Callable[[], Mapping[str, Any]] | None,
+    liveness: Callable[[], Mapping[str, Any]] | None,
 ) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/healthz":
-                self._answer(200, b"ok\n")
+                self._answer(*_healthz(liveness))
             elif path == "/readyz":
                 self._answer(*_readyz(ready, details))
             elif path == "/metrics":

@@ -27,6 +27,7 @@ from google.cloud.pubsub_v1.subscriber.scheduler import ThreadScheduler  # type:
 from plowline_core.errors import PermanentError
 
 from plowline_cloud.errors import translated
+from plowline_cloud.liveness import ProgressWatch
 
 _ACK_BATCH = 1000  # Pub/Sub accepts at most this many ack ids per Acknowledge/ModifyAckDeadline
 
@@ -106,6 +107,65 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+class _Held:
+    """The streamed deliveries not yet settled: feeds the ``ProgressWatch`` and the age gauge.
+
+    Notes:
+        Each delivery counts once: its first ack is progress, its first nack a give-back;
+        a callback that raises before settling gives its message back (the client nacks it).
+    """
+
+    def __init__(self, watch: ProgressWatch | None) -> None:
+        self._watch = watch
+        self._lock = threading.Lock()
+        self._published: dict[int, datetime] = {}
+        self._next = 0
+
+    def track(self, delivery: Delivery) -> tuple[Delivery, Callable[[], None]]:
+        """Return the delivery wrapped to report its settling, and a give-back for failures."""
+        with self._lock:
+            key, self._next = self._next, self._next + 1
+            self._published[key] = delivery.publish_time
+        if self._watch is not None:
+            self._watch.took()
+
+        def settle(progress: bool) -> None:
+            with self._lock:
+                if self._published.pop(key, None) is None:
+                    return
+            if self._watch is not None:
+                (self._watch.progressed if progress else self._watch.gave_back)()
+
+        def ack() -> None:
+            delivery.on_ack()
+            settle(True)
+
+        def nack() -> None:
+            delivery.on_nack()
+            settle(False)
+
+        tracked = Delivery(
+            delivery.data,
+            delivery.attributes,
+            delivery.message_id,
+            delivery.publish_time,
+            delivery.delivery_attempt,
+            delivery.ack_id,
+            on_ack=ack,
+            on_nack=nack,
+            on_extend=delivery.on_extend,
+        )
+        return tracked, lambda: settle(False)
+
+    def oldest_age_s(self) -> float:
+        """Return the age of the oldest held message since its publish (0 when none)."""
+        with self._lock:
+            oldest = min(self._published.values(), default=None)
+        if oldest is None:
+            return 0.0
+        return max(0.0, (datetime.now(UTC) - oldest).total_seconds())
+
+
 def _from_streamed(message: Message) -> Delivery:
     return Delivery(
         data=bytes(message.data),
@@ -139,6 +199,7 @@ class PubSubSubscriber:
         max_lease_seconds: int = 3600,
         callback_threads: int = 4,
         timeout: float = 30.0,
+        watch: ProgressWatch | None = None,
     ) -> None:
         self._client = client
         self._subscription = subscription_path
@@ -151,6 +212,7 @@ class PubSubSubscriber:
         self._timeout = timeout
         self._future: StreamingPullFuture | None = None
         self._lock = threading.Lock()
+        self._held = _Held(watch)
 
     @property
     def subscription_path(self) -> str:
@@ -173,7 +235,12 @@ class PubSubSubscriber:
             )
 
             def on_message(message: Message) -> None:
-                callback(_from_streamed(message))
+                delivery, give_back = self._held.track(_from_streamed(message))
+                try:
+                    callback(delivery)
+                except BaseException:
+                    give_back()
+                    raise
 
             with translated(f"subscribe to {self._subscription}"):
                 self._future = self._client.subscribe(
@@ -183,6 +250,15 @@ class PubSubSubscriber:
                     scheduler=scheduler,
                     await_callbacks_on_shutdown=True,
                 )
+
+    def oldest_held_age_s(self) -> float:
+        """Return how long ago the oldest streamed, unsettled message was published (0: none).
+
+        Notes:
+            The subscription's backlog as this consumer sees it: when the backlog grows,
+            the messages delivered are older. Sync ``pull_batch`` messages are not counted.
+        """
+        return self._held.oldest_age_s()
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until the stream ends; raise the mapped error if it failed."""

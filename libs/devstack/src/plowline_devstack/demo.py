@@ -49,6 +49,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--keep", action="store_true", help="leave the stack and services running")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the loader on a Spark standalone cluster of N one-core workers started beside "
+        "the stack (spark-submit --master spark://...); default 0: the loader runs Spark in "
+        "local mode in its own process",
+    )
+    parser.add_argument(
         "--rate", type=float, default=500.0, help="events a second published (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=2024, help="generator seed (default 2024)")
@@ -75,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)
     clear_previous(args.data_dir)
-    demo = DemoRun(args.data_dir, outlive=args.keep)
+    demo = DemoRun(args.data_dir, outlive=args.keep, workers=args.workers)
     code = 2
     try:
         demo.start(say=say)
@@ -162,6 +171,8 @@ def _print_kept(demo: DemoRun) -> None:
             f"  {name:<10} pid {service.process.pid:<7} port {service.spec.port}  log {service.log}"
         )
     print(f"  stack: plowline dev down --data-dir {stack.data_dir}")
+    if demo.cluster is not None:
+        print(f"  spark cluster {demo.cluster.master_url}: logs in {demo.cluster.directory}")
     print(stack.endpoints.exports())
 
 

@@ -282,6 +282,7 @@ class Summary:
     samples: list[tuple[str, list[tuple[Any, ...]], str | None]] = field(default_factory=list)
     dead_end_rows: list[DeadEndRow] = field(default_factory=list)
     conflict: str | None = None
+    placement: list[str] = field(default_factory=list)  # where the loader ran (demo_cluster)
 
     def lines(self) -> list[str]:
         """Return the summary as printed lines, the PASS/FAIL verdict last."""
@@ -302,6 +303,7 @@ class Summary:
         for title, rows, error in self.samples:
             out.append(f"sample: {title}")
             out += [f"    {error}"] if error else [f"    {_row(row)}" for row in rows[:8]]
+        out += self.placement
         verdict = "PASS" if acc.exact else "FAIL"
         out.append(
             f"{verdict}: published {len(acc.published)} = rows {len(acc.in_table)} + bad rows "

@@ -4,7 +4,9 @@
 the stack, creates the events table, launches the services as processes
 (``demo_services.py``), publishes generated lines, reads progress and the final figures
 (``demo_report.py``), can add the operator's hand-made conflicting column
-(``demo_conflict.py``) and restart the repeater with another backoff.
+(``demo_conflict.py``) and restart the repeater with another backoff. With ``workers``
+it starts a Spark standalone cluster beside the stack and submits the loader to it
+(``demo_cluster.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from plowline_core.schema.field import Field
 
 from plowline_devstack import stack as stacks
 from plowline_devstack.clients import bigquery_client, publisher_client
+from plowline_devstack.demo_cluster import on_cluster, placement, write_driver
 from plowline_devstack.demo_conflict import add_by_hand, describe, hand_made_column
 from plowline_devstack.demo_progress import Progress
 from plowline_devstack.demo_report import Accounting, Summary, SystemsReader, sample_queries
@@ -43,6 +46,7 @@ from plowline_devstack.demo_services import (
     with_backoff,
 )
 from plowline_devstack.generate import DEAD_END, GeneratedLine, publish
+from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
 from plowline_devstack.stack_config import StackConfig
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -61,8 +65,11 @@ class DemoRun:
         outlive: bool = False,
         env: Mapping[str, str] | None = None,
         backoff: float = DEFAULT_BACKOFF_S,
+        workers: int = 0,
     ) -> None:
         self.work_dir = work_dir.resolve()
+        self.workers = workers
+        self.cluster: SparkCluster | None = None
         self.outlive = outlive
         self.extra_env = dict(env or {})
         self.backoff = backoff
@@ -102,6 +109,16 @@ class DemoRun:
         self.initial_columns = self.reader.columns()
         env = service_env(self.stack, self.extra_env)
         self.specs = service_commands(self.paths, self.backoff)
+        if self.workers > 0:
+            say(
+                f"starting a Spark standalone cluster: a master and {self.workers} workers "
+                "(1 core each, each its own JVM); the loader is submitted to it"
+            )
+            self.cluster = start_cluster(
+                self.work_dir / "spark", ClusterSpec(workers=self.workers), daemon=self.outlive
+            )
+            driver = write_driver(self.work_dir / "spark")
+            self.specs[LOADER] = on_cluster(self.specs[LOADER], self.cluster, driver)
         say(
             "creating the events table (plowline-mutator create); starting the loader, mutator, "
             "repeater and dead-letter writer as processes; waiting for /readyz"
@@ -226,6 +243,8 @@ class DemoRun:
         )
         for title, sql in sample_queries(self._stack().table_ref, added):
             summary.samples.append((title, *reader.sample(sql)))
+        master = self.cluster.master_url if self.cluster else None
+        summary.placement = placement(self.services[LOADER].spec.port, master)
         return summary
 
     def _reinserted(self) -> float | None:
@@ -271,6 +290,8 @@ class DemoRun:
         for name in _STOP_ORDER:
             if name in self.services:
                 codes[name] = self.services[name].stop()
+        if self.cluster is not None:
+            self.cluster.stop()
         if self.stack is not None:
             self.stack.stop()
         return codes
@@ -295,6 +316,9 @@ def clear_previous(work_dir: Path) -> None:
             _stop_if_ours(int(pid))
     if (work_dir / "stack").is_dir():
         stacks.down(work_dir / "stack")
+    cluster = read_cluster(work_dir / "spark")
+    if cluster is not None:
+        cluster.stop()
     if work_dir.is_dir():
         shutil.rmtree(work_dir)
 

@@ -26,6 +26,7 @@ from plowline_core.errors import PlowlineError
 from prometheus_client.parser import text_string_to_metric_families
 
 from plowline_devstack.servers import free_ports, log_tail
+from plowline_devstack.spark_cluster import python_driver
 from plowline_devstack.stack import LocalStack
 
 LOADER, MUTATOR, REPEATER, DEADLETTER = "loader", "mutator", "repeater", "deadletter"
@@ -52,6 +53,7 @@ class ServiceSpec:
     script: str
     args: tuple[str, ...]
     port: int
+    submit_app: Path | None = None  # run by spark-submit: the Python file; SIGTERM goes to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +116,20 @@ class ServiceProcess:
         return sum(found) if found else None
 
     def stop(self, grace: float = 30.0) -> int:
-        """Send SIGTERM, wait ``grace`` seconds, then SIGKILL; return the exit code."""
+        """Send SIGTERM, wait ``grace`` seconds, then SIGKILL; return the exit code.
+
+        Notes:
+            Under spark-submit the SIGTERM goes to the Python driver (the loader), which
+            stops gracefully and ends spark-submit; the JVM would die at once (143).
+        """
         if self.alive():
-            self.process.send_signal(signal.SIGTERM)
+            driver = None
+            if self.spec.submit_app is not None:
+                driver = python_driver(self.process.pid, self.spec.submit_app)
+            if driver is not None:
+                os.kill(driver, signal.SIGTERM)
+            else:
+                self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(grace)
         except subprocess.TimeoutExpired:
@@ -125,7 +138,9 @@ class ServiceProcess:
 
     def kill(self) -> None:
         """SIGKILL the process (a crash, as the fault tests make one)."""
-        if self.alive():
+        if self.alive() and self.spec.submit_app is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)  # spark-submit's JVM with its driver
+        elif self.alive():
             self.process.kill()
         self.process.wait(10)
 

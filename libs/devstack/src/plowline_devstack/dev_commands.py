@@ -3,7 +3,9 @@
 ``up`` starts the three stand-ins as daemons (or reuses the ones still answering),
 provisions them and prints ``export`` lines on stdout (so ``eval "$(plowline dev up)"``
 works); progress and the elapsed time go to stderr. State, logs and data live in the data
-directory (default ``.plowline/`` in the current directory).
+directory (default ``.plowline/`` in the current directory). ``up --workers N`` also
+starts a Spark standalone cluster (a master and N one-core workers, ``spark_cluster.py``)
+and exports its URL as ``PLOWLINE_SPARK_MASTER``; ``down`` stops it with the stack.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from plowline_core.errors import PlowlineError
 from plowline_devstack import stack
 from plowline_devstack.cli import Command
 from plowline_devstack.faults import describe, load_faults
+from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
 from plowline_devstack.stack_config import load_config
 
 DEFAULT_DATA_DIR = Path(".plowline")
+SPARK_DIR = "spark"
+"""The cluster's directory (state, daemon logs, work dirs) inside the data directory."""
 
 
 def _data_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +60,15 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
         default=30.0,
         help="seconds to wait for each server (default: %(default)s)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start a Spark standalone cluster on 127.0.0.1: a master and N workers of "
+        "1 core each (0, the default: none); submit the loader to it with "
+        "`spark-submit --master $PLOWLINE_SPARK_MASTER deploy/docker/loader/driver.py run ...`",
+    )
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -63,6 +77,7 @@ def _up(args: argparse.Namespace) -> int:
         config = load_config(args.config) if args.config else None
         faults = load_faults(args.faults) if args.faults else None
         running = stack.up(args.data_dir, config, timeout=args.timeout, faults=faults)
+        cluster = _cluster_up(args.data_dir / SPARK_DIR, args.workers)
     except PlowlineError as exc:
         print(f"plowline dev up failed: {exc}", file=sys.stderr)
         return 1
@@ -76,8 +91,27 @@ def _up(args: argparse.Namespace) -> int:
     if running.faults.faults:
         print(f"faults on: {', '.join(running.faults.names())}", file=sys.stderr)
     print(running.endpoints.exports())
+    if cluster is not None:
+        print(
+            f"spark    master {cluster.master_url}, {len(cluster.worker_pids)} workers"
+            f"  logs {cluster.directory}",
+            file=sys.stderr,
+        )
+        print(f"export PLOWLINE_SPARK_MASTER={cluster.master_url}")
     print(f"local stack up and provisioned in {time.monotonic() - started:.2f} s", file=sys.stderr)
     return 0
+
+
+def _cluster_up(directory: Path, workers: int) -> SparkCluster | None:
+    """Return the recorded cluster if it still runs with ``workers`` workers, else start one."""
+    if workers <= 0:
+        return None
+    running = read_cluster(directory)
+    if running is not None and running.alive() and len(running.worker_pids) == workers:
+        return running
+    if running is not None:
+        running.stop()
+    return start_cluster(directory, ClusterSpec(workers=workers), daemon=True)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -95,10 +129,19 @@ def _status(args: argparse.Namespace) -> int:
         )
         healthy = healthy and status.answers
         print(f"{status.name:<8} pid {status.pid:<7} {ports:<28} {state}")
+    cluster = read_cluster(args.data_dir / SPARK_DIR)
+    if cluster is not None:
+        state = "running" if cluster.alive() else "not running"
+        print(f"spark    master {cluster.master_url}, {len(cluster.worker_pids)} workers: {state}")
+        healthy = healthy and cluster.alive()
     return 0 if healthy else 1
 
 
 def _down(args: argparse.Namespace) -> int:
+    cluster = read_cluster(args.data_dir / SPARK_DIR)
+    if cluster is not None:
+        cluster.stop(grace=args.grace)
+        print(f"stopped spark cluster {cluster.master_url}")
     stopped = stack.down(args.data_dir, grace=args.grace)
     if stopped is None:
         print(f"no local stack recorded in {args.data_dir}", file=sys.stderr)
@@ -124,6 +167,9 @@ def _env(args: argparse.Namespace) -> int:
         print(f"no local stack recorded in {args.data_dir}; run `plowline dev up`", file=sys.stderr)
         return 1
     print(running.endpoints.exports())
+    cluster = read_cluster(args.data_dir / SPARK_DIR)
+    if cluster is not None:
+        print(f"export PLOWLINE_SPARK_MASTER={cluster.master_url}")
     return 0
 
 
@@ -135,7 +181,8 @@ def _faults(args: argparse.Namespace) -> int:
 COMMANDS = (
     Command(
         ("dev", "up"),
-        "start (or reuse) the local stack, provision it and print its exports",
+        "start (or reuse) the local stack (and with --workers N a Spark cluster), provision it "
+        "and print its exports",
         _up,
         _configure_up,
         description="Start the Pub/Sub, BigQuery and Cloud Storage stand-ins as background processes on free "

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from types import FrameType
 
 import structlog
 from plowline_cloud.clients import storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -63,13 +65,22 @@ def run(settings: DeadLetterSettings) -> int:
     )
     writer = DeadLetterWriter(store, SystemClock(), options, DeadLetterMetrics.create(registry))
     client = subscriber_client(settings.pubsub_emulator_host)
+    watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
         subscription_path(config.project_id, settings.bad_rows_sub),
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.window * 2 + 600),
+        watch=watch,
     )
-    health = start_health_server(settings.port, registry, lambda: subscriber.running)
+    register_watch_metrics(registry, "deadletter", watch, lambda: subscriber.running)
+    registry.gauge(
+        "deadletter_oldest_message_age_seconds",
+        "Age since publish of the oldest bad row held (the backlog as this writer sees it)",
+    ).set_function(subscriber.oldest_held_age_s)
+    health = start_health_server(
+        settings.port, registry, lambda: subscriber.running, liveness=watch.details
+    )
     stop = _stop_event()
     subscriber.start(writer.receive)
     _log.info(

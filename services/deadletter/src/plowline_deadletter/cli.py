@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
 
@@ -72,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--gzip", action="store_true", help="gzip objects (.ndjson.gz)")
     run.add_argument("--port", type=int, help="health and metrics port (default 8081, 0 = any)")
+    run.add_argument(
+        "--stallTimeout",
+        dest="stall_timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default: the longer of 600 and --window + 300)",
+    )
     run.add_argument("--logLevel", dest="log_level", metavar="LEVEL", help="default INFO")
     return parser
 

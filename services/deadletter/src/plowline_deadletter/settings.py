@@ -11,7 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from plowline_core.config import DeadLetterOptions
-from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,6 +37,8 @@ class DeadLetterSettings(BaseSettings):
     gzip: bool = False
     port: int = Field(8081, ge=0, le=65535)
     max_outstanding: PositiveInt = 20_000
+    #: unset: max(600, window + 300), so a longer --window never trips liveness by itself
+    stall_timeout: PositiveFloat | None = None
     log_level: str = "INFO"
     log_json: bool = True
     pubsub_emulator_host: str | None = Field(
@@ -45,6 +54,21 @@ class DeadLetterSettings(BaseSettings):
         if not value.startswith("gs://") or len(value) <= len("gs://"):
             raise ValueError(f"must look like gs://bucket[/path], got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _stall_after_window(self) -> DeadLetterSettings:
+        # A row waits up to one window for its object: that is not a stall.
+        if self.stall_timeout is not None and self.stall_timeout <= self.window:
+            raise ValueError(
+                f"stallTimeout ({self.stall_timeout:g} s) must be longer than window "
+                f"({self.window:g} s): rows wait a window for their object; raise stallTimeout"
+            )
+        return self
+
+    @property
+    def stall_timeout_s(self) -> float:
+        """Return the stall timeout: the one given, else max(600, window + 300) seconds."""
+        return self.stall_timeout or max(600.0, self.window + 300.0)
 
     def options(self) -> DeadLetterOptions:
         """Return the core option object."""

@@ -23,7 +23,7 @@ from plowline_loader.archive import ArchivePartition, list_sources
 from plowline_loader.bootstrap import worker_config
 from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 from plowline_loader.pipeline import BatchOutcome
-from plowline_loader.run_command import add_common_flags
+from plowline_loader.run_command import add_common_flags, log_spark_session
 from plowline_loader.settings import load_settings
 
 _PROGRESS_S = 2.0
@@ -38,8 +38,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common_flags(parser)
-    parser.add_argument("--master", metavar="VALUE", help="Spark master (default local[*])")
-    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="file, directory or gs://")
+    parser.add_argument(
+        "--master",
+        metavar="VALUE",
+        help=(
+            "Spark master of a plain run (default local[*]); under spark-submit leave it "
+            "out: spark-submit's --master applies"
+        ),
+    )
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="file, directory or gs://; on a multi-machine cluster use gs:// (executors open "
+        "local paths on their own disks)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -61,6 +74,12 @@ def render_summary(outcome: BatchOutcome, files: int, seconds: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the backfill; return the exit code."""
+    from plowline_loader.spark import (  # Spark: slow import
+        build_spark_session,
+        command_spark_settings,
+        launched_by_spark_submit,
+    )
+
     try:
         settings = load_settings(
             {
@@ -76,12 +95,14 @@ def run(args: argparse.Namespace) -> int:
         files = list_sources(
             args.sources, settings.storage_emulator_host, config.bigquery.project_id
         )
+        spark_settings = command_spark_settings(
+            settings.master, launched_by_spark_submit(), app_name="plowline-backfill"
+        )
     except ConfigError as error:
         _say(str(error))
         return EXIT_USAGE
-    from plowline_loader.spark import SparkSettings, build_spark_session  # Spark: slow import
-
-    spark = build_spark_session(SparkSettings(master=settings.master, app_name="plowline-backfill"))
+    spark = build_spark_session(spark_settings)
+    log_spark_session(spark)
     started = time.monotonic()
     partition = ArchivePartition(config, settings.storage_emulator_host)
     done = threading.Event()

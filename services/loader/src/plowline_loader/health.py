@@ -1,6 +1,7 @@
 """The loader's readiness: started, and its last batch not held up by a failing dependency.
 
-``/healthz`` says the driver process is alive; ``/readyz`` answers 200 only while the
+``/healthz`` says the driver is alive: 503 once a micro-batch has been in flight longer
+than ``--stall-timeout`` without going through (``plowline_cloud.liveness``); ``/readyz`` answers 200 only while the
 query runs and no transient error (registry, BigQuery, Pub/Sub) holds the stream back.
 Its JSON body says what the loader waits on::
 
@@ -25,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 import structlog
+from plowline_cloud.liveness import ProgressWatch
 from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
 from plowline_core.iglu.outage import RegistryOutage
 from prometheus_client import Gauge
@@ -115,6 +117,11 @@ def _merged(outages: Iterable[RegistryOutage]) -> dict[str, RegistryOutage]:
     return merged
 
 
-def serve_health(port: int, registry: MetricsRegistry, readiness: Readiness) -> HealthServer:
-    """Serve /healthz, /readyz (with its JSON details) and /metrics on ``port`` (0: any)."""
-    return start_health_server(port, registry, readiness, details=readiness.details)
+def serve_health(
+    port: int, registry: MetricsRegistry, readiness: Readiness, watch: ProgressWatch | None = None
+) -> HealthServer:
+    """Serve /healthz (503 once a batch stalls), /readyz (JSON details), /metrics on ``port``."""
+    liveness = watch.details if watch is not None else None
+    return start_health_server(
+        port, registry, readiness, details=readiness.details, liveness=liveness
+    )

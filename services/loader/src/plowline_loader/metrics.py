@@ -7,14 +7,18 @@ returns a ``PartitionReport`` (counts and latency samples) through the micro-bat
 Notes:
     Names (namespace ``plowline``): ``loader_events_in_total``, ``loader_good_total``,
     ``loader_bad_total{code}``, ``loader_failed_inserts_total{reason}``,
-    ``loader_types_published_total``, ``loader_transient_failures_total``,
+    ``loader_types_published_total``, ``loader_executor_events_total{executor}`` (events
+    taken in by the tasks each Spark executor ran; ``driver`` in local mode), ``loader_transient_failures_total``,
     ``loader_unsettled_acks_total`` (ack ids whose ack or nack kept failing after the writes),
     ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
-    ``loader_publish_to_insert_seconds``, ``loader_ready``.
+    ``loader_publish_to_insert_seconds``, ``loader_ready``, ``loader_batches_committed_total``,
+    ``loader_last_commit_timestamp_seconds`` (checkpoint progress); ``run`` adds the
+    liveness gauges ``loader_work_held`` and ``loader_stalled_seconds``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plowline_cloud.metrics import MetricsRegistry
@@ -36,12 +40,15 @@ class LoaderMetrics:
     bad: Counter
     failed: Counter
     types_published: Counter
+    executor_events: Counter
     transient_failures: Counter
     unsettled_acks: Counter
     batch_duration: Histogram
     collector_latency: Histogram
     publish_latency: Histogram
     ready: Gauge
+    batches_committed: Counter
+    last_commit: Gauge
 
     @classmethod
     def create(cls, registry: MetricsRegistry) -> LoaderMetrics:
@@ -53,6 +60,9 @@ class LoaderMetrics:
             bad=registry.counter("loader_bad", "Bad rows published", ["code"]),
             failed=registry.counter("loader_failed_inserts", "Failed inserts", ["reason"]),
             types_published=registry.counter("loader_types_published", "Entity types published"),
+            executor_events=registry.counter(
+                "loader_executor_events", "Events taken in by each Spark executor", ["executor"]
+            ),
             transient_failures=registry.counter(
                 "loader_transient_failures", "Partitions handed back after a transient error"
             ),
@@ -74,7 +84,19 @@ class LoaderMetrics:
                 buckets=_LATENCY_BUCKETS,
             ),
             ready=registry.gauge("loader_ready", "1 when the loader is ready"),
+            batches_committed=registry.counter(
+                "loader_batches_committed", "Micro-batches gone through (the checkpoint moves on)"
+            ),
+            last_commit=registry.gauge(
+                "loader_last_commit_timestamp_seconds",
+                "Unix time the last micro-batch went through",
+            ),
         )
+
+    def committed(self) -> None:
+        """Count one micro-batch gone through, now."""
+        self.batches_committed.inc()
+        self.last_commit.set_to_current_time()
 
     def record(self, outcome: BatchOutcome, transient_failures: int = 0) -> None:
         """Add one batch's merged outcome."""
@@ -90,3 +112,8 @@ class LoaderMetrics:
             self.collector_latency.observe(seconds)
         for seconds in outcome.publish_latency_s:
             self.publish_latency.observe(seconds)
+
+    def record_executors(self, events_by_executor: Mapping[str, int]) -> None:
+        """Add one batch's events per executor (every executor that ran a task, even idle)."""
+        for executor, events in events_by_executor.items():
+            self.executor_events.labels(executor=executor).inc(events)

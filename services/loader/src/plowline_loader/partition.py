@@ -13,10 +13,15 @@ Notes:
     report carries the error, so the driver backs off and marks itself not ready. Any
     other exception fails the task (AckingPartition nacks first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
+    Each report names the executor that ran the task (``executor_id``), so the driver can
+    say where the work went: on a cluster, which executors read the source's partitions.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import socket
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -58,6 +63,32 @@ class PartitionReport:
     transient_error: str | None = None
     registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
     unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
+    executor: str = "driver"
+
+
+_LOG_URL_EXECUTOR = re.compile(r"[?&]executorId=([^&]+)")
+
+
+def executor_id() -> str:
+    """Return the id of the Spark executor running this task (``"driver"`` in local mode).
+
+    Notes:
+        Python workers inherit their executor's environment: Kubernetes names the executor
+        in ``SPARK_EXECUTOR_ID``; a standalone worker names it in the log URL it hands its
+        executors (``SPARK_LOG_URL_STDERR``), and gives each its own ``SPARK_EXECUTOR_DIRS``;
+        YARN runs it in a ``CONTAINER_ID``. Local mode runs tasks in the driver's JVM.
+    """
+    env = os.environ
+    if "SPARK_EXECUTOR_ID" in env:
+        return env["SPARK_EXECUTOR_ID"]
+    found = _LOG_URL_EXECUTOR.search(env.get("SPARK_LOG_URL_STDERR", ""))
+    if found:
+        return found.group(1)
+    if "CONTAINER_ID" in env:
+        return env["CONTAINER_ID"]
+    if "SPARK_EXECUTOR_DIRS" in env:
+        return f"{socket.gethostname()}:{os.path.basename(env['SPARK_EXECUTOR_DIRS'])}"
+    return "driver"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +114,7 @@ class StreamingPartition:
         settled = AckingPartition(
             recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s
         )(rows)
-        yield replace(recorder.report, unsettled_acks=settled.unsettled)
+        yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
 
 
 class ChunkProcessor(Protocol):

@@ -16,10 +16,13 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.iglu import NOT_FOUND_HELP
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP, ProgressWatch, register_watch_metrics
 from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.errors import ConfigError
@@ -32,6 +35,9 @@ from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 _log = structlog.get_logger("plowline.loader")
 _POLL_S = 1  # seconds; awaitTermination takes whole seconds
 # Options whose value is handed to the settings as the user typed it (validated there).
@@ -39,7 +45,10 @@ _FLAGS = {
     "--config": "Snowplow bigquery_config file (self-describing JSON)",
     "--resolver": "Iglu resolver config file (JSON)",
     "--checkpoint": "Spark checkpoint directory (local path or gs://…; default: a new temp dir)",
-    "--master": "Spark master (default local[*])",
+    "--master": (
+        "Spark master of a plain run (default local[*]); under spark-submit leave it out: "
+        "spark-submit's --master applies"
+    ),
     "--port": "health and metrics port (default 8083)",
     "--max-messages": "messages per partition per micro-batch (default 5000)",
     "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
@@ -54,6 +63,7 @@ _FLAGS = {
         "(default: <events table>_ledger)"
     ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
+    "--stall-timeout": f"{STALL_TIMEOUT_HELP} (default 600)",
 }
 
 
@@ -92,10 +102,20 @@ def settings_from(args: argparse.Namespace) -> LoaderSettings:
 
 def run(args: argparse.Namespace) -> int:
     """Run the streaming loader until SIGTERM; return the exit code."""
+    from plowline_loader.spark import (  # Spark: slow import
+        build_spark_session,
+        command_spark_settings,
+        launched_by_spark_submit,
+    )
+
     try:
         settings = settings_from(args)
         configure_logging("loader", settings.log_level, settings.log_json)
         config = worker_config(settings, loader_version())
+        ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
+        spark_settings = command_spark_settings(
+            settings.master, launched_by_spark_submit(), extra_conf=ui
+        )
     except ConfigError as error:
         print(f"plowline-loader run: {error}", file=sys.stderr, flush=True)
         return EXIT_USAGE
@@ -103,13 +123,13 @@ def run(args: argparse.Namespace) -> int:
     registry = MetricsRegistry("loader")
     metrics = LoaderMetrics.create(registry)
     readiness = Readiness(metrics.ready)
-    health = serve_health(settings.port, registry, readiness)
-    from plowline_loader.spark import SparkSettings, build_spark_session  # Spark: slow import
-
-    ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
-    spark = build_spark_session(SparkSettings(master=settings.master, extra_conf=ui))
+    watch = ProgressWatch(settings.stall_timeout, time.monotonic)
+    register_watch_metrics(registry, "loader", watch)
+    health = serve_health(settings.port, registry, readiness, watch)
+    spark = build_spark_session(spark_settings)
+    log_spark_session(spark)
     streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
-    loader = StreamingLoader(spark, config, streams, readiness, metrics)
+    loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
     code = EXIT_OK
     try:
         query = loader.start()
@@ -124,6 +144,19 @@ def run(args: argparse.Namespace) -> int:
         spark.stop()
         health.stop()
     return code
+
+
+def log_spark_session(spark: SparkSession) -> None:
+    """Log where the driver runs: the master, deploy mode and driver address in effect."""
+    conf = spark.sparkContext.getConf()
+    _log.info(
+        "spark session",
+        master=spark.sparkContext.master,
+        deploy_mode=conf.get("spark.submit.deployMode", "client"),
+        driver_host=conf.get("spark.driver.host"),
+        bind_address=conf.get("spark.driver.bindAddress"),
+        app_id=spark.sparkContext.applicationId,
+    )
 
 
 def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> StreamSettings:

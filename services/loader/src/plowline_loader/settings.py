@@ -47,7 +47,7 @@ class LoaderSettings(BaseSettings):
     resolver: Path
     column_mode: ColumnMode = ColumnMode.FULL
     checkpoint: str | None = None
-    master: str | None = "local[*]"
+    master: str | None = None  # None: local[*] in a plain run, the launcher's under spark-submit
     port: int = Field(8083, ge=0, le=65535)
     max_messages: PositiveInt = 5000
     max_bytes: PositiveInt = 16 * 1024 * 1024
@@ -61,6 +61,7 @@ class LoaderSettings(BaseSettings):
     max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
     insert_batch_rows: PositiveInt = 500
     backoff_max: PositiveFloat = 30.0
+    stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
     log_level: str = "INFO"
     log_json: bool = True

@@ -10,6 +10,13 @@ Notes:
     collector hands freed heap back to the OS. Python workers stay forked from
     ``pyspark.daemon`` and reused between tasks, so each keeps its clients: without the
     daemon Spark stops a worker after every task.
+    Launchers (issue 13): under ``spark-submit`` (the Spark operator's driver, a standalone
+    cluster, YARN/Dataproc) the JVM is started before this code runs, with the master,
+    driver host, bind address, driver memory and Python the launcher chose; settings made on
+    the builder would override them (LOCAL_STACK.md), pinning every deployment to local
+    mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
+    itself tells the two cases apart the same way: the launcher hands the Python driver its
+    gateway in ``PYSPARK_GATEWAY_PORT``.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 
 from plowline_loader.source.pubsub_source import register_pubsub_source
@@ -30,6 +38,8 @@ _JVM_OPTIONS = (
     "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -Xmn48m"
     " -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 )
+LOCAL_MASTER = "local[*]"
+"""The master of a plain ``plowline-loader run`` or ``backfill`` (no launcher, no --master)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,7 @@ class SparkSettings:
     """What varies between deployments of the loader's Spark session."""
 
     master: str | None = "local[2]"  # None: leave it to spark-submit / the Spark operator
+    launcher: bool = False  # True: spark-submit started the driver; it owns the deployment keys
     app_name: str = "plowline-loader"
     checkpoint_dir: str | None = None
     shuffle_partitions: int = 2
@@ -54,9 +65,6 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.streaming.ui.enabled": "false",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.catalogImplementation": "in-memory",
-        "spark.driver.extraJavaOptions": _JVM_OPTIONS,
-        "spark.pyspark.python": sys.executable,
-        "spark.pyspark.driver.python": sys.executable,
         # Non-daemon workers are never reused (Spark stops them after every task).
         "spark.python.worker.reuse": "true",
         # Local paths (a laptop's checkpoint, backfill files) without Hadoop's .crc side
@@ -65,6 +73,21 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
     }
+    if not settings.launcher:
+        conf.update(_deployment_conf(settings))
+    if settings.checkpoint_dir is not None:
+        conf["spark.sql.streaming.checkpointLocation"] = settings.checkpoint_dir
+    conf.update(settings.extra_conf)
+    return conf
+
+
+def _deployment_conf(settings: SparkSettings) -> dict[str, str]:
+    """Return the keys a launcher owns: master, addresses, the driver's JVM and Python."""
+    conf = {
+        "spark.driver.extraJavaOptions": _JVM_OPTIONS,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+    }
     if settings.driver_memory is not None:
         conf["spark.driver.memory"] = settings.driver_memory
     if settings.master is not None:
@@ -72,16 +95,51 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
     if settings.bind_address is not None:
         conf["spark.driver.host"] = settings.bind_address
         conf["spark.driver.bindAddress"] = settings.bind_address
-    if settings.checkpoint_dir is not None:
-        conf["spark.sql.streaming.checkpointLocation"] = settings.checkpoint_dir
-    conf.update(settings.extra_conf)
     return conf
+
+
+def launched_by_spark_submit() -> bool:
+    """Say whether a launcher (``spark-submit``) started this driver's JVM before this code ran."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def command_spark_settings(
+    master: str | None,
+    launcher: bool,
+    app_name: str = "plowline-loader",
+    extra_conf: Mapping[str, str] | None = None,
+) -> SparkSettings:
+    """Return the session settings of a loader command (``run``, ``backfill``).
+
+    ``master`` is the ``--master`` flag (None: not given). Without a launcher it defaults
+    to ``local[*]`` on loopback; under one the launcher's master and addresses stand.
+
+    Raises:
+        ConfigError: ``--master`` given under a launcher (it would be silently ignored).
+    """
+    extra = dict(extra_conf or {})
+    if not launcher:
+        return SparkSettings(master=master or LOCAL_MASTER, app_name=app_name, extra_conf=extra)
+    if master is not None:
+        raise ConfigError(
+            f"--master {master} (PLOWLINE_LOADER_MASTER) is for a plain `plowline-loader` run; "
+            "under spark-submit the master is the one spark-submit was given: pass "
+            "`spark-submit --master ...` (or the SparkApplication's settings) and drop --master"
+        )
+    return SparkSettings(
+        master=None,
+        launcher=True,
+        app_name=app_name,
+        bind_address=None,
+        driver_memory=None,
+        extra_conf=extra,
+    )
 
 
 def build_spark_session(settings: SparkSettings | None = None) -> SparkSession:
     """Start (or join) the SparkSession for ``settings`` and register the ``pubsub`` source."""
     settings = settings or SparkSettings()
-    if settings.bind_address is not None:
+    if settings.bind_address is not None and not settings.launcher:
         os.environ.setdefault("SPARK_LOCAL_IP", settings.bind_address)
     builder = SparkSession.builder
     for key, value in spark_conf(settings).items():

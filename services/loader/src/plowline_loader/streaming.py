@@ -11,6 +11,12 @@ nacked), the driver marks itself not ready, waits with exponential backoff and r
 action again (pulling the nacked messages back); readiness returns with the first batch
 that goes through.
 
+A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
+the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the
+job) is handled the same way, at most ``MAX_JOB_FAILURES`` times in a row: nothing of
+the failed attempt was acked unless it was durable, so running the action again is
+correct; past that the error propagates and the query fails, as a bug should.
+
 Notes:
     Stopping (SIGTERM): new micro-batches are skipped, the one in flight finishes (its
     acks done), then the query stops. A skipped batch acks nothing; its messages come back
@@ -22,10 +28,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from plowline_cloud.liveness import ProgressWatch
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # no type hints
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, SparkSession, functions
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -39,6 +49,9 @@ from plowline_loader.source import FORMAT
 from plowline_loader.source.processing import register_processing_source, report_of
 
 _log = structlog.get_logger("plowline.loader")
+
+MAX_JOB_FAILURES = 3
+"""Failed Spark jobs in a row a batch survives (a lost executor); one more fails the query."""
 
 PROCESSING_FORMAT = "plowline-load"
 """The source format that pulls and processes in the same task (see ``source.processing``)."""
@@ -94,8 +107,10 @@ class BatchWriter:
         readiness: Readiness,
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
+        watch: ProgressWatch | None = None,
     ) -> None:
         self._partition = partition
+        self._watch = watch
         self._observer = observer
         self._settings = settings
         self._readiness = readiness
@@ -104,7 +119,9 @@ class BatchWriter:
         self._stopping = threading.Event()
         self._busy = threading.Lock()
         self.totals = BatchOutcome()
+        self.events_by_executor: Counter[str] = Counter()
         self.transient_failures = 0
+        self.job_failures = 0
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Process one micro-batch; return once its outcomes are durable and acked."""
@@ -113,29 +130,55 @@ class BatchWriter:
         if self._keyed:
             frame = by_event_id(frame, self._settings.partitions)
         with self._busy:
-            attempt = 0
-            while True:
-                started = time.monotonic()
+            if self._watch is not None:
+                self._watch.took()
+            try:
+                self._until_done(frame, batch_id)
+            except BaseException:
+                self._settled(progress=False)
+                raise
+
+    def _until_done(self, frame: DataFrame, batch_id: int) -> None:
+        """Run the batch until it goes through (progress) or the loader stops (no progress)."""
+        attempt = job_failures = 0
+        while True:
+            started = time.monotonic()
+            try:
                 reports = self._run(frame)
-                errors = self._record(reports, time.monotonic() - started)
-                if not errors:
-                    self._readiness.recovered()
-                    return
-                attempt += 1
-                delay = backoff_delay(
-                    attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
-                )
-                outages = [o for report in reports for o in report.registry_outages]
-                self._readiness.degraded(errors[0], outages)
-                _log.warning(
-                    "batch held back by a failing dependency",
-                    batch_id=batch_id,
-                    attempt=attempt,
-                    retry_in_s=delay,
-                    error=errors[0],
-                )
-                if self._stopping.wait(delay):
-                    return
+            except (Py4JJavaError, CapturedException) as failure:
+                job_failures += 1
+                if job_failures > MAX_JOB_FAILURES:
+                    raise
+                self.job_failures += 1
+                reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
+            errors = self._record(reports, time.monotonic() - started)
+            if not errors:
+                self._readiness.recovered()
+                self._settled(progress=True)
+                if self._metrics is not None:
+                    self._metrics.committed()
+                return
+            attempt += 1
+            delay = backoff_delay(
+                attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
+            )
+            outages = [o for report in reports for o in report.registry_outages]
+            self._readiness.degraded(errors[0], outages)
+            _log.warning(
+                "batch held back by a failing dependency",
+                batch_id=batch_id,
+                attempt=attempt,
+                retry_in_s=delay,
+                error=errors[0],
+            )
+            if self._stopping.wait(delay):
+                self._settled(progress=False)
+                return
+
+    def _settled(self, progress: bool) -> None:
+        watch = self._watch
+        if watch is not None:
+            (watch.progressed if progress else watch.gave_back)()
 
     def _run(self, frame: DataFrame) -> list[PartitionReport]:
         """Run the batch's one action; return the partitions' reports."""
@@ -154,8 +197,12 @@ class BatchWriter:
 
     def _record(self, reports: list[PartitionReport], duration_s: float) -> list[str]:
         outcome = BatchOutcome()
+        executors: Counter[str] = Counter()
         for report in reports:
             outcome = outcome.merge(report.outcome)
+            if report.executor:  # not the stand-in report of a failed job
+                executors[report.executor] += report.outcome.events_in
+        self.events_by_executor.update(executors)
         errors = [r.transient_error for r in reports if r.transient_error is not None]
         self.totals = self.totals.merge(outcome.without_latencies())
         if self._observer is not None:
@@ -167,6 +214,7 @@ class BatchWriter:
         if self._metrics is not None:
             self._metrics.record(outcome, len(errors))
             self._metrics.unsettled_acks.inc(unsettled)
+            self._metrics.record_executors(executors)
             self._metrics.batch_duration.observe(duration_s)
         if outcome.events_in:
             _log.info(
@@ -178,6 +226,7 @@ class BatchWriter:
                 types=outcome.types_published,
                 bad_by_code=dict(outcome.bad_by_code),
                 failed_by_reason=dict(outcome.failed_by_reason),
+                events_by_executor=dict(executors),
                 seconds=round(duration_s, 3),
             )
         return errors
@@ -194,6 +243,7 @@ class StreamingLoader:
         readiness: Readiness | None = None,
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
+        watch: ProgressWatch | None = None,
     ) -> None:
         self._spark = spark
         self._config = config
@@ -203,7 +253,9 @@ class StreamingLoader:
             config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
         )
         self._partition = StreamingPartition(config, acks)
-        self.writer = BatchWriter(self._partition, settings, self.readiness, metrics, observer)
+        self.writer = BatchWriter(
+            self._partition, settings, self.readiness, metrics, observer, watch
+        )
         self._query: StreamingQuery | None = None
 
     @property
@@ -255,8 +307,21 @@ class StreamingLoader:
         clean = self.writer.stop(grace_s)
         if self._query is not None:
             self._query.stop()
-        _log.info("loader stopped", clean=clean, **_counts(self.writer.totals))
+        _log.info(
+            "loader stopped",
+            clean=clean,
+            events_by_executor=dict(self.writer.events_by_executor),
+            **_counts(self.writer.totals),
+        )
         return clean
+
+
+def _job_failure(failure: Exception) -> str:
+    """Return the first line of Spark's reason for a failed job (``Job aborted due to …``)."""
+    text = str(failure)
+    reason = next((line for line in text.splitlines() if "Job aborted" in line), None)
+    first = reason or next((line for line in text.splitlines() if line.strip()), "")
+    return f"Spark job failed: {first.strip()[:300]}"
 
 
 def _counts(outcome: BatchOutcome) -> dict[str, int]:

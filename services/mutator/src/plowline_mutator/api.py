@@ -26,7 +26,7 @@ Notes:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -88,6 +88,7 @@ class ApiContext:
     registries: Callable[[], list[dict[str, Any]]] = list  # Iglu registries in an outage
     open_reads: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    liveness: Callable[[], Mapping[str, Any]] | None = None  # ProgressWatch.details
 
     def access(self) -> Access:
         """Return the gate's rules for this context."""
@@ -192,10 +193,23 @@ def build_api(context: ApiContext) -> FastAPI:
             raise HTTPException(422, f"illegal_name: {'; '.join(problems)}")
         return JSONResponse(column.to_api())
 
-    @app.get("/healthz", response_model=Health, responses=TOO_LARGE)
-    def healthz() -> Health:
-        """Say the process is alive."""
-        return Health(status="ok")
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={
+            **TOO_LARGE,
+            503: {"model": Health, "description": "held types made no progress for too long"},
+        },
+    )
+    def healthz() -> JSONResponse:
+        """Say the process is alive: 503 once held types make no progress for too long."""
+        if context.liveness is None:
+            return JSONResponse({"status": "ok"})
+        state = dict(context.liveness())
+        return JSONResponse(
+            {"status": "ok" if state["alive"] else "stalled", **state},
+            status_code=200 if state["alive"] else 503,
+        )
 
     @app.get(
         "/readyz",

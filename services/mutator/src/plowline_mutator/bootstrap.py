@@ -7,6 +7,7 @@ its validated settings; the service layer and the HTTP API receive what is built
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.iglu import LoggedOutages, load_resolver
+from plowline_cloud.liveness import ProgressWatch
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.config import BigQueryConfig
@@ -47,6 +49,7 @@ class Runtime:
     schema_store: BigQueryTableSchemaStore
     mutator: Mutator
     metrics: MutatorMetrics
+    watch: ProgressWatch
     _closers: list[Any] = field(default_factory=list)
 
     def subscriber(self) -> PubSubSubscriber:
@@ -54,7 +57,7 @@ class Runtime:
         client = subscriber_client(self.settings.pubsub_emulator_host)
         self._closers.append(client)
         path = client.subscription_path(self.table.project_id, self.table.types_subscription)
-        return PubSubSubscriber(client, str(path), callback_threads=4)
+        return PubSubSubscriber(client, str(path), callback_threads=4, watch=self.watch)
 
     def listener(self) -> TypesListener:
         """Return the types listener over this runtime's mutator."""
@@ -109,4 +112,5 @@ def build_runtime(settings: MutatorSettings) -> Runtime:
     table, client = build_table_client(settings)
     store = BigQueryTableSchemaStore(client, table.table_ref, settings.refresh_interval, clock)
     mutator = Mutator(resolver, store, settings.column_mode, threading.Lock())
-    return Runtime(settings, table, client, resolver, store, mutator, MutatorMetrics())
+    watch = ProgressWatch(settings.stall_timeout, time.monotonic)
+    return Runtime(settings, table, client, resolver, store, mutator, MutatorMetrics(), watch)

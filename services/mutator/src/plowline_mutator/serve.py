@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 import uvicorn
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP, register_watch_metrics
 
 from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.bootstrap import build_runtime
@@ -67,6 +68,12 @@ def register(subparsers: Subparsers) -> None:
         "or PLOWLINE_MUTATOR_MAX_BODY_BYTES)",
     )
     parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         default=None,
@@ -103,6 +110,7 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     def registries() -> list[dict[str, Any]]:
         return [outage.to_json() for outage in runtime.resolver.outages.current()]
 
+    register_watch_metrics(runtime.metrics.registry, "mutator", runtime.watch, ready)
     context = ApiContext(
         runtime.mutator,
         runtime.schema_store,
@@ -110,6 +118,7 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
         settings.token,
         ready,
         registries,
+        liveness=runtime.watch.details,
         open_reads=settings.open_read_access,
         max_body_bytes=settings.max_body_bytes,
     )

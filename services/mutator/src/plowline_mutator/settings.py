@@ -30,6 +30,7 @@ _FROM_ARGS = (
     "max_body_bytes",
     "refresh_interval",
     "verbose",
+    "stall_timeout",
 )
 
 
@@ -52,6 +53,7 @@ class MutatorSettings(BaseSettings):
     max_body_bytes: int = Setting(default=64 * 1024, ge=1024, le=64 * 1024 * 1024)
     refresh_interval: float = Setting(default=60.0, gt=0)
     retry_delay: float = Setting(default=1.0, ge=0)
+    stall_timeout: float = Setting(default=300.0, gt=0)
     verbose: bool = False
     log_level: str = "INFO"
     log_json: bool = True

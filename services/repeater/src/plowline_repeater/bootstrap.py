@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -28,6 +29,7 @@ from plowline_cloud.clients import (
     subscriber_client,
 )
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -114,14 +116,24 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         RepeaterMetrics.create(registry),
     )
     client = subscriber_client(endpoints.pubsub_emulator_host)
+    watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
         subscription_path(config.project_id, settings.failed_inserts_sub),
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.backoff_period + options.window + 600),
+        watch=watch,
     )
+    register_watch_metrics(registry, "repeater", watch, lambda: subscriber.running)
+    registry.gauge(
+        "repeater_oldest_message_age_seconds",
+        "Age since publish of the oldest failed insert held (the backlog as the repeater sees it)",
+    ).set_function(subscriber.oldest_held_age_s)
     health = start_health_server(
-        settings.port, registry, lambda: subscriber.running and repeater.ready
+        settings.port,
+        registry,
+        lambda: subscriber.running and repeater.ready,
+        liveness=watch.details,
     )
     stop = _stop_event()
     subscriber.start(repeater.receive)

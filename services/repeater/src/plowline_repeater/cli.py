@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
 
 from plowline_repeater.exit_status import EXIT_USAGE, guarded
@@ -100,6 +101,13 @@ def _add_run(commands: Any) -> None:
         type=int,
         metavar="N",
         help="most failed inserts held at once (flow control, default 1000)",
+    )
+    run.add_argument(
+        "--stallTimeout",
+        dest="stall_timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default: the longer of 1800 and --backoffPeriod + --window + 300)",
     )
     run.set_defaults(handler=_run)
 

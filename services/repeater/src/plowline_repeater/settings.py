@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Literal
 
 from plowline_core.config import RepeaterOptions
-from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -54,6 +61,24 @@ class RepeaterSettings(BaseSettings):
     max_outstanding: PositiveInt = 1000
     schema_refresh: PositiveFloat = 1.0
     log_json: bool = True
+    #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
+    stall_timeout: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _stall_after_backoff(self) -> RepeaterSettings:
+        # A row may wait backoffPeriod to fit, then a window for its dead-end object.
+        longest = self.backoff_period + self.window
+        if self.stall_timeout is not None and self.stall_timeout <= longest:
+            raise ValueError(
+                f"stallTimeout ({self.stall_timeout:g} s) must be longer than backoffPeriod + "
+                f"window ({longest:g} s), the longest a row waits by design; raise stallTimeout"
+            )
+        return self
+
+    @property
+    def stall_timeout_s(self) -> float:
+        """Return the stall timeout: the one given, else max(1800, backoffPeriod + window + 300)."""
+        return self.stall_timeout or max(1800.0, self.backoff_period + self.window + 300.0)
 
     @field_validator("dead_end_bucket")
     @classmethod

@@ -85,6 +85,8 @@ SCHEMA = StructType(
 # After the first pull of a partition, a pull that waits this long and gets nothing means
 # the backlog is drained for now; the next micro-batch picks up what arrives later.
 _DRAIN_TIMEOUT_S = 0.25
+PROBE_LEASE_S = 120
+"""Lease on the driver's probe delivery until a task takes it over (see ``latestOffset``)."""
 _N = TypeVar("_N", int, float)
 
 
@@ -243,7 +245,12 @@ class PubSubStreamReader(DataSourceStreamReader):
         probed = self._driver_subscription().pull(1, self.options.pull_timeout_s)
         if not probed:
             return start
-        self._driver_subscription().modack([m.ack_id for m in probed], self.options.ack_deadline_s)
+        # Planning and starting the batch's tasks can outlast a short ack deadline (on a
+        # cluster, executors' cold Python workers took > 10 s): the probe would then be
+        # redelivered to another partition of the same batch, a duplicate. So it is leased
+        # for longer; ``pull_bounded`` sets it back to the ack deadline once in a task.
+        lease = max(self.options.ack_deadline_s, PROBE_LEASE_S)
+        self._driver_subscription().modack([m.ack_id for m in probed], lease)
         self._probe = _Probe(following, probed)
         return {"batch": following}
 

@@ -1,0 +1,141 @@
+"""Liveness: a service that holds work and settles none of it for too long is not alive.
+
+``/healthz`` used to answer "ok" whatever happened; a consumer wedged on a lock, a stream
+that hangs, or a batch that never ends kept its pod for ever. A ``ProgressWatch`` counts
+what the service holds (Pub/Sub messages received and not yet settled, a micro-batch in
+flight) and when it last made progress (a message acked, a batch committed). The service
+is alive while it holds nothing, or while its last progress is more recent than the
+stall timeout. Readiness is a separate question (``/readyz``) and is not changed here.
+
+Notes:
+    The stall clock starts when work arrives at an idle service, and restarts at each
+    progress. Work given back undone (a nack after a failed write) is not progress: if
+    the same work comes back within the stall timeout the clock keeps running, so a
+    service that nacks and receives the same messages in a loop is found out. Work that
+    arrives long after the last give-back starts a fresh clock.
+    Thread-safe (one lock): Pub/Sub callback threads, the service loop and the health
+    server's threads all call in. Time is a passed-in monotonic function (a fake in tests).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from plowline_cloud.metrics import MetricsRegistry
+
+STALL_TIMEOUT_HELP = (
+    "seconds the service may hold work (messages received, a batch in flight) without "
+    "settling any before /healthz answers 503 and Kubernetes restarts it; an idle service "
+    "stays live"
+)
+
+
+class ProgressWatch:
+    """Count the work a service holds and say whether it still makes progress."""
+
+    def __init__(self, stall_timeout_s: float, monotonic: Callable[[], float]) -> None:
+        if stall_timeout_s <= 0:
+            raise ValueError(f"stall timeout must be positive, got {stall_timeout_s}")
+        self.stall_timeout_s = stall_timeout_s
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._held = 0
+        self._since: float | None = None
+        self._given_back_at: float | None = None
+        self._progressed = 0
+
+    def took(self, count: int = 1) -> None:
+        """Record ``count`` units of work received (held until settled)."""
+        now = self._monotonic()
+        with self._lock:
+            if self._held == 0 and not self._continues(now):
+                self._since = now
+            self._held += count
+
+    def progressed(self, count: int = 1) -> None:
+        """Record ``count`` units settled for good (acked, committed): the clock restarts."""
+        now = self._monotonic()
+        with self._lock:
+            self._held = max(0, self._held - count)
+            self._progressed += count
+            self._since = now if self._held else None
+            self._given_back_at = None
+
+    def gave_back(self, count: int = 1) -> None:
+        """Record ``count`` units released undone (nacked): not progress."""
+        now = self._monotonic()
+        with self._lock:
+            self._held = max(0, self._held - count)
+            self._given_back_at = now
+
+    @property
+    def held(self) -> int:
+        """Return how many units of work the service holds now."""
+        with self._lock:
+            return self._held
+
+    def stalled_s(self) -> float:
+        """Return the seconds the held work has waited for progress (0 when nothing is held)."""
+        now = self._monotonic()
+        with self._lock:
+            if self._held == 0 or self._since is None:
+                return 0.0
+            return max(0.0, now - self._since)
+
+    def alive(self) -> bool:
+        """Say whether the service is live: idle, or progressing within the stall timeout."""
+        return self.stalled_s() <= self.stall_timeout_s
+
+    def details(self) -> dict[str, Any]:
+        """Return what ``/healthz`` shows: held work, seconds without progress, the limit."""
+        stalled = self.stalled_s()
+        return {
+            "alive": stalled <= self.stall_timeout_s,
+            "held": self.held,
+            "secondsWithoutProgress": round(stalled, 3),
+            "stallTimeoutSeconds": self.stall_timeout_s,
+        }
+
+    def _continues(self, now: float) -> bool:
+        """Say whether work arriving now continues an earlier stall (given back recently)."""
+        given_back = self._given_back_at
+        return (
+            self._since is not None
+            and given_back is not None
+            and now - given_back <= self.stall_timeout_s
+        )
+
+
+def register_watch_metrics(
+    registry: MetricsRegistry,
+    prefix: str,
+    watch: ProgressWatch,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Export ``<prefix>_work_held``, ``<prefix>_stalled_seconds`` and ``<prefix>_ready``.
+
+    Notes:
+        Gauges read at scrape time, so they are never stale. ``ready`` is the same check
+        ``/readyz`` answers (a failing check reads as 0); without it no ``_ready`` gauge
+        is made (the loader keeps its own).
+    """
+    registry.gauge(f"{prefix}_work_held", "Units of work held, not yet settled").set_function(
+        lambda: float(watch.held)
+    )
+    registry.gauge(
+        f"{prefix}_stalled_seconds", "Seconds the held work has waited for progress"
+    ).set_function(watch.stalled_s)
+    if ready is not None:
+        check = ready
+        registry.gauge(f"{prefix}_ready", "1 when /readyz answers 200").set_function(
+            lambda: 1.0 if _safe(check) else 0.0
+        )
+
+
+def _safe(check: Callable[[], bool]) -> bool:
+    try:
+        return bool(check())
+    except Exception:  # a failing readiness check reads as "not ready", never a failed scrape
+        return False

@@ -1,0 +1,182 @@
+"""The loader submitted to a Spark standalone cluster: exact accounting, executors, kills, backfill.
+
+Every test submits ``deploy/docker/loader/driver.py`` with ``spark-submit --master
+spark://…`` (see conftest): the driver is its own process, the two executors are JVMs of
+their own with their own Python workers, so anything that only works in one JVM fails here.
+Bad lines have eight tab fields (see ``conftest.bad_line``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from plowline_core.testing.tsv import enriched_line
+
+if TYPE_CHECKING:
+    from conftest import ClusterRig, Submitted
+
+EVENTS = 10_000
+BAD_EVERY = 50  # 200 bad lines among 10,000
+DRAIN_S = 420.0
+_BUCKET = "plowline-bad-rows"  # a bucket the default provisioning creates
+_MODES = [
+    pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, (), id="streaming-inserts"),
+    pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, (), id="write-api-default"),
+    pytest.param(
+        {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}, (), id="write-api-exactly-once"
+    ),
+    pytest.param(
+        {"mode": "FILE_LOADS", "frequency": 100},
+        ("--staging-bucket", _BUCKET, "--trigger-interval", "1"),
+        id="file-loads",
+    ),
+]
+_EXACTLY_ONCE = {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}
+
+
+def eventually(check: Callable[[], bool], timeout: float, every: float = 1.0) -> bool:
+    """Poll ``check`` until it is true; return False when ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
+def _landed(
+    rig: ClusterRig, good: list[str], bad: list[str], loader: Submitted
+) -> Callable[[], bool]:
+    """Return a check: every good row and bad row is there, or the driver exited (give up)."""
+
+    def check() -> bool:
+        if loader.process.poll() is not None:
+            return True
+        return rig.counts()[0] >= len(good) and len(set(rig.bad_rows_for(bad))) >= len(bad)
+
+    return check
+
+
+@pytest.mark.parametrize(("load", "flags"), _MODES)
+def test_every_line_is_accounted_for_exactly_once(
+    make_rig: Callable[[dict[str, Any]], ClusterRig],
+    load: dict[str, Any],
+    flags: tuple[str, ...],
+) -> None:
+    """10,000 lines on the cluster in this mode: each good event one row, each bad line one bad row."""
+    rig = make_rig(load)
+    good, bad = rig.stream(EVENTS, BAD_EVERY)
+    loader = rig.submit("run", *flags)
+
+    drained = eventually(_landed(rig, good, bad, loader), DRAIN_S)
+    code = loader.stop()
+
+    expected = (True, 0, (len(good), len(good)), sorted(bad), [])
+    actual = (
+        drained,
+        code,
+        rig.counts(),
+        sorted(rig.bad_rows_for(bad)),
+        rig.drain("failed-inserts"),
+    )
+    assert expected == actual, loader.tail()
+
+
+def test_source_partitions_are_read_on_both_executors(
+    make_rig: Callable[[dict[str, Any]], ClusterRig],
+) -> None:
+    """The driver's per-executor metrics show both executors reading and loading the stream."""
+    rig = make_rig({"mode": "STREAMING_INSERTS", "retry": False})
+    good, bad = rig.stream(EVENTS, BAD_EVERY)
+    loader = rig.submit("run")
+
+    drained = eventually(_landed(rig, good, bad, loader), DRAIN_S)
+    per_executor = loader.executor_events()
+    loader.stop()
+
+    busy = sorted(name for name, events in per_executor.items() if events > 0)
+    expected = (True, 2, EVENTS)
+    actual = (drained, len(busy), int(sum(per_executor.values())))
+    assert expected == actual, f"{per_executor}\n{loader.tail()}"
+    assert "driver" not in busy, per_executor
+
+
+def test_executor_killed_mid_stream_loses_nothing_and_duplicates_nothing(
+    make_rig: Callable[[dict[str, Any]], ClusterRig],
+) -> None:
+    """An executor JVM and its Python workers SIGKILLed mid-stream: exactly-once, no loss, no dupes."""
+    rig = make_rig(_EXACTLY_ONCE)
+    good, bad = rig.stream(EVENTS, BAD_EVERY)
+    loader = rig.submit("run")
+    started = eventually(lambda: rig.counts()[0] > 0, DRAIN_S, every=0.5)
+    executors = rig.cluster.executor_pids()
+    killed = rig.cluster.kill_executor(executors[0]) if executors else []
+
+    drained = eventually(_landed(rig, good, bad, loader), DRAIN_S)
+    replaced = eventually(lambda: len(rig.cluster.executor_pids()) == 2, 60)
+    code = loader.stop()
+
+    expected = (True, 2, True, True, 0, (len(good), len(good)), set(bad))
+    actual = (
+        started,
+        len(executors),
+        len(killed) > 1,  # the JVM and at least its Python daemon
+        drained and replaced,
+        code,
+        rig.counts(),
+        set(rig.bad_rows_for(bad)),
+    )
+    assert expected == actual, loader.tail()
+
+
+def test_driver_killed_and_resubmitted_with_its_checkpoint_gives_the_same_result(
+    make_rig: Callable[[dict[str, Any]], ClusterRig],
+) -> None:
+    """The driver SIGKILLed mid-stream and resubmitted on the same checkpoint: no loss, no dupes."""
+    rig = make_rig(_EXACTLY_ONCE)
+    good, bad = rig.stream(EVENTS, BAD_EVERY)
+    first = rig.submit("run")
+    started = eventually(lambda: rig.counts()[0] > 0, DRAIN_S, every=0.5)
+    first.kill()
+    second = rig.submit("run")
+
+    drained = eventually(_landed(rig, good, bad, second), DRAIN_S)
+    code = second.stop()
+
+    expected = (True, True, 0, (len(good), len(good)), set(bad))
+    actual = (started, drained, code, rig.counts(), set(rig.bad_rows_for(bad)))
+    assert expected == actual, second.tail()
+
+
+def test_backfill_of_a_gzipped_archive_runs_as_a_batch_job_on_the_cluster(
+    make_rig: Callable[[dict[str, Any]], ClusterRig], tmp_path: Path
+) -> None:
+    """Four gzipped TSV files backfilled on the cluster: every good line a row, every bad one a bad row."""
+    rig = make_rig({"mode": "STREAMING_INSERTS", "retry": False})
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    good: list[str] = []
+    bad: list[str] = []
+    for part in range(4):
+        lines = []
+        for n in range(500):
+            event_id = f"{part:08x}-0000-4000-8000-{n:012x}"
+            (bad if n % BAD_EVERY == 0 else good).append(event_id)
+            lines.append(
+                rig.bad_line(event_id) if n % BAD_EVERY == 0 else enriched_line(event_id=event_id)
+            )
+        (archive / f"part-{part}.tsv.gz").write_bytes(gzip.compress("\n".join(lines).encode()))
+
+    job = rig.submit("backfill", str(archive))
+    code = job.process.wait(300)
+    eventually(lambda: len(set(rig.bad_rows_for(bad))) >= len(bad), 60)
+
+    expected = (0, (len(good), len(good)), sorted(bad))
+    actual = (code, rig.counts(), sorted(rig.bad_rows_for(bad)))
+    assert expected == actual, job.tail()
+    assert "master=spark://" in job.tail(), job.tail()
