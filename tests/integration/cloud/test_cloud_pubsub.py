@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from plowline_cloud.pubsub import Delivery, PubSubPublisher, PubSubSubscriber
 from plowline_core.errors import PermanentError
+from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
 
 
 class _Collector:
@@ -130,3 +131,19 @@ def test_publish_to_missing_topic_is_permanent(cloud_endpoints: Any, publisher: 
     topic = publisher.topic_path(cloud_endpoints.project, "no-such-topic-cloud")
     with pytest.raises(PermanentError, match="no-such-topic-cloud"):
         PubSubPublisher(publisher, topic, timeout=30).publish([b"lost"])
+
+
+def test_a_message_near_the_request_limit_is_a_permanent_error(
+    channel: Any, publisher: Any
+) -> None:
+    """A message 10 bytes under 10 MB does not fit one request (topic and framing): PermanentError, not ValueError."""
+    with pytest.raises(PermanentError, match="does not fit one Pub/Sub publish request"):
+        PubSubPublisher(publisher, channel.topic, timeout=30).publish([b"x" * 9_999_990])
+
+
+def test_a_failed_insert_at_the_loader_budget_is_published(channel: Any, publisher: Any) -> None:
+    """A message of the loader's failed-insert budget (10 MB less 64 KiB) fits one request."""
+    ids = PubSubPublisher(publisher, channel.topic, timeout=60).publish(
+        [b"x" * PUBSUB_MESSAGE_BYTES]
+    )
+    assert len(ids) == 1

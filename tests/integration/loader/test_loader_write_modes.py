@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from plowline_cloud.clients import bigquery_client
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 
@@ -117,3 +118,38 @@ def test_exactly_once_survives_three_kills(
 
     expected = (sent, sent, 0)
     assert expected == (*rig.counts(), code), (tmp_path / "last.log").read_text()[-3000:]
+
+
+def test_file_loads_start_one_load_job_per_partition_per_window(
+    spark: SparkSession, mode_rig: Callable[[dict[str, Any]], ModeRig], tmp_path: Path
+) -> None:
+    """2,000 events in FILE_LOADS: one load job per micro-batch partition, not one per 500 rows."""
+    rig = mode_rig({"mode": "FILE_LOADS", "frequency": 100})
+    rig.publish([str(uuid.uuid4()) for _ in range(2_000)])
+    settings = StreamSettings(
+        checkpoint=str(tmp_path / "checkpoint"),
+        partitions=1,
+        max_messages=5_000,
+        pull_timeout_s=0.5,
+        ack_deadline_s=30,
+        lease_interval_s=5.0,
+        backoff_max_s=2.0,
+    )
+    loaded: list[int] = []  # events per micro-batch (one partition each)
+    observer = lambda outcome: loaded.append(outcome.events_in) if outcome.events_in else None  # noqa: E731
+    loader = StreamingLoader(spark, rig.config(), settings, observer=observer)
+    query = loader.start()
+    try:
+        query.processAllAvailable()
+    finally:
+        loader.stop(30)
+
+    client = bigquery_client(rig.stack.project, rig.stack.endpoints.bigquery_url)
+    table_id = rig.table_ref.rsplit(".", 1)[1]
+    jobs = [
+        job
+        for job in client.list_jobs(all_users=True)
+        if job.job_type == "load" and job.destination.table_id == table_id
+    ]
+    assert (sum(loaded), len(jobs), rig.counts()) == (2_000, len(loaded), (2_000, 2_000))
+    assert max(loaded) > 500, "a batch must hold more than one old 500-row chunk to tell"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import count
 
@@ -15,18 +15,24 @@ from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
 
 START = datetime(2026, 11, 22, 5, 13, tzinfo=UTC)
+PUBLISHED = datetime(2026, 11, 22, 4, 59, 58, tzinfo=UTC)
 ROW = (
     b'{"schema":"iglu:com.snowplowanalytics.snowplow.badrows/loader_iglu_error/jsonschema/2-0-0",'
     b'"data":{"n":%d}}'
 )
 
 
+_message_ids = count(1)
+
+
 @dataclass
 class FakeMessage:
-    """A received message that records how it was settled."""
+    """A received message that records how it was settled (ids ``m1``, ``m2``… by default)."""
 
     data: bytes
     settled: str | None = None
+    message_id: str = field(default_factory=lambda: f"m{next(_message_ids)}")
+    publish_time: datetime = PUBLISHED
 
     def ack(self) -> None:
         """Record an ack."""
@@ -35,6 +41,20 @@ class FakeMessage:
     def nack(self) -> None:
         """Record a nack."""
         self.settled = "nack"
+
+
+class FailingOn(InMemoryBlobStore):
+    """A store whose writes of one object name fail with a TransientError (a 503)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
+        """Refuse ``self.name``; store anything else."""
+        if name == self.name:
+            raise TransientError(f"{name}: 503")
+        super().put(name, data, content_type)
 
 
 def _writer(
@@ -86,9 +106,9 @@ def test_unparseable_messages_land_as_they_came(
     """A message that is not self-describing JSON is filed under unparseable/ unchanged."""
     store = InMemoryBlobStore()
     writer = _writer(store, clock, metrics)
-    writer.receive(FakeMessage(b"\x00 garbage"))
+    writer.receive(FakeMessage(b"\x00 garbage", message_id="17"))
     writer.close()
-    expected = {"unparseable/2026/11/22/05/20261122T051300Z-id1.bin": b"\x00 garbage"}
+    expected = {"unparseable/2026/11/22/04/20261122T045958Z-17.bin": b"\x00 garbage"}
     assert expected == store.objects
 
 
@@ -124,10 +144,9 @@ def test_a_failed_unparseable_write_nacks_only_its_message(
     clock: FixedClock, metrics: DeadLetterMetrics
 ) -> None:
     """When one unparseable object cannot be written, only that message comes back."""
-    store = InMemoryBlobStore()
-    store.objects["unparseable/2026/11/22/05/20261122T051300Z-id1.bin"] = b"taken"
+    store = FailingOn("unparseable/2026/11/22/04/20261122T045958Z-1.bin")
     writer = _writer(store, clock, metrics)
-    first, second = FakeMessage(b"one\ntwo"), FakeMessage(b"three")
+    first, second = FakeMessage(b"one\ntwo", message_id="1"), FakeMessage(b"three", message_id="2")
     writer.receive(first)
     writer.receive(second)
     writer.close()
@@ -135,7 +154,7 @@ def test_a_failed_unparseable_write_nacks_only_its_message(
     actual = (
         first.settled,
         second.settled,
-        store.objects["unparseable/2026/11/22/05/20261122T051300Z-id2.bin"],
+        store.objects["unparseable/2026/11/22/04/20261122T045958Z-2.bin"],
     )
     assert expected == actual
 
@@ -175,3 +194,22 @@ def test_close_flushes_and_then_refuses(clock: FixedClock, metrics: DeadLetterMe
     writer.receive(late)
     expected = (1, "ack", "nack")
     assert expected == (len(store.objects), early.settled, late.settled)
+
+
+def test_a_duplicate_unparseable_delivery_is_acked_without_a_second_object(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """The same unparseable message delivered twice: one object, both deliveries acked."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    first, again = (
+        FakeMessage(b"not json", message_id="42"),
+        FakeMessage(b"not json", message_id="42"),
+    )
+    writer.receive(first)
+    writer.tick()
+    clock.advance(120)
+    writer.receive(again)
+    writer.close()
+    expected = (["unparseable/2026/11/22/04/20261122T045958Z-42.bin"], "ack", "ack")
+    assert expected == (list(store.objects), first.settled, again.settled)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from plowline_core.badrows import Processor
+from plowline_core.config import BigQueryConfig
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
@@ -28,7 +29,8 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import enriched_line, with_entities
 from plowline_core.transform.row import RowBuilder
-from plowline_loader.partition import process_in_chunks
+from plowline_loader.bootstrap import WorkerConfig
+from plowline_loader.partition import chunk_size_for, process_in_chunks
 from plowline_loader.pipeline import (
     AccountingError,
     BatchOutcome,
@@ -495,3 +497,126 @@ def test_a_registry_outage_report_names_the_registry_and_since_when() -> None:
         len(handed_back),
     )
     assert expected == actual
+
+
+def _mixed_rows() -> list[Any]:
+    """Two good rows, one needing a column the table lacks (a failed insert), one bad line."""
+    lines = [_ctx_line(_eid()), _ctx_line(_eid()), _click_line(_eid()), "not\ta\tline"]
+    return [
+        {"ack_id": f"x-ack-{n}", "message_id": f"x-{n}", "publish_time": PUBLISHED, "data": line}
+        for n, line in enumerate(line.encode() for line in lines)
+    ]
+
+
+def test_a_failed_insert_publish_hands_back_only_what_is_not_durable() -> None:
+    """failedInserts failing after the insert: the landed rows are acked, not inserted again."""
+    rig = _ctx_rig()
+    rig.failed_inserts.fail_with = TransientError("failedInserts: 503")
+    rows = _mixed_rows()
+
+    report, handed_back = process_in_chunks(rig.processor, rows, 500)
+    rig.failed_inserts.fail_with = None
+    retried, again = process_in_chunks(
+        rig.processor, [r for r in rows if r["ack_id"] in handed_back]
+    )
+
+    assert (handed_back, report.outcome.good, report.outcome.events_in, again) == (
+        ["x-ack-2", "x-ack-3"],
+        2,
+        2,
+        [],
+    )
+    assert (len(rig.sink.insert_ids), len(set(rig.sink.insert_ids))) == (2, 2)
+    assert (retried.outcome.failed, retried.outcome.bad) == (1, 1)
+
+
+def test_a_failed_bad_row_publish_hands_back_only_the_bad_lines() -> None:
+    """badRows failing after the insert: good rows and the published failed insert are acked."""
+    rig = _ctx_rig()
+    rig.bad_rows.fail_with = TransientError("badRows: 503")
+
+    report, handed_back = process_in_chunks(rig.processor, _mixed_rows(), 500)
+
+    outcome = report.outcome
+    assert (handed_back, outcome.events_in, outcome.good, outcome.failed, outcome.bad) == (
+        ["x-ack-3"],
+        3,
+        2,
+        1,
+        0,
+    )
+    assert str(report.transient_error).startswith("PartlyDelivered: badRows: 503")
+
+
+def test_a_publish_failing_in_a_later_chunk_hands_back_the_chunks_after_it() -> None:
+    """A chunk handed back in part: the chunks not yet written come back whole."""
+    rig = _ctx_rig()
+    rig.bad_rows.fail_with = TransientError("badRows: 503")
+    rows = _mixed_rows() + _rows(3)
+
+    _, handed_back = process_in_chunks(rig.processor, rows, 4)
+
+    assert handed_back == ["x-ack-3"] + [row["ack_id"] for row in rows[4:]]
+
+
+def _worker_config(load: dict[str, Any]) -> WorkerConfig:
+    data = {
+        "name": "chunks",
+        "id": "31b1559d-d319-4023-aaae-97698238d808",
+        "projectId": "p",
+        "datasetId": "d",
+        "tableId": "events",
+        "input": "input-sub",
+        "typesTopic": "types",
+        "typesSubscription": "types-sub",
+        "badRows": "bad",
+        "failedInserts": "failed",
+        "load": load,
+        "purpose": "ENRICHED_EVENTS",
+    }
+    schema = "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0"
+    config = BigQueryConfig.parse({"schema": schema, "data": data})
+    return WorkerConfig(config, "{}", ".", ColumnMode.FULL, "0.1.0")
+
+
+@pytest.mark.parametrize(
+    ("load", "expected"),
+    [
+        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, 1200, id="file-loads-whole"),
+        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, 500, id="insert-all-500"),
+        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, 500, id="write-api-500"),
+    ],
+)
+def test_file_loads_write_a_partition_in_one_chunk(load: dict[str, Any], expected: int) -> None:
+    """FILE_LOADS writes a 1,200-message partition in one insert (one load job); others by 500."""
+    assert expected == chunk_size_for(_worker_config(load), 1200)
+
+
+def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail() -> None:
+    """A refused row too big for failedInserts is a bad row: handed back when badRows fails."""
+
+    def refuse(row: Row) -> InsertFailure:
+        return InsertFailure(row, InsertReason.INVALID, "bad value")
+
+    rig = make_rig(
+        [column_field(CTX, ShredProperty.CONTEXTS)],
+        limits=Limits(max_failed_insert_bytes=6_000),
+        sink=InMemoryRowSink(reject=refuse),
+    )
+    rig.bad_rows.fail_with = TransientError("badRows: 503")
+    small, big = _eid(), _eid()
+    lines = [_ctx_line(small), enriched_line(event_id=big, page_title="t" * 6_000)]
+    rows = [
+        {"ack_id": f"ack-{n}", "message_id": f"m-{n}", "publish_time": PUBLISHED, "data": line}
+        for n, line in enumerate(line.encode() for line in lines)
+    ]
+
+    report, handed_back = process_in_chunks(rig.processor, rows, 500)
+
+    outcome = report.outcome
+    assert (handed_back, rig.failed_event_ids(), outcome.events_in, outcome.failed) == (
+        ["ack-1"],
+        [small],
+        1,
+        1,
+    )

@@ -20,9 +20,11 @@ from typing import Any
 
 import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
 from google.api_core import exceptions as gexc
+from google.cloud.pubsub_v1.publisher.exceptions import MessageTooLargeError  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.futures import StreamingPullFuture  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.message import Message  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.scheduler import ThreadScheduler  # type: ignore[import-untyped]
+from plowline_core.errors import PermanentError
 
 from plowline_cloud.errors import translated
 from plowline_cloud.liveness import ProgressWatch
@@ -54,11 +56,21 @@ class PubSubPublisher:
             Waits for every future within ``timeout`` seconds in total; raises
             TransientError when any message could not be confirmed (some may have been
             published: the caller republishes, the consumer tolerates duplicates).
+            Raises PermanentError, before anything is sent, when a message cannot fit one
+            publish request (10,000,000 bytes with the topic and framing): retrying the
+            same message cannot succeed, so the caller must make it smaller first.
         """
         attrs = dict(attributes or {})
         operation = f"publish to {self._topic}"
+        sizes = [len(data) for data in messages]
         with translated(operation):
-            futures = [self._client.publish(self._topic, data, **attrs) for data in messages]
+            try:
+                futures = [self._client.publish(self._topic, data, **attrs) for data in messages]
+            except MessageTooLargeError as error:
+                raise PermanentError(
+                    f"{operation}: a message of {max(sizes, default=0)} bytes does not fit "
+                    f"one Pub/Sub publish request ({error}); cut it below 10 MB"
+                ) from error
         deadline = time.monotonic() + self._timeout
         with translated(operation):
             return [str(f.result(timeout=max(0.0, deadline - time.monotonic()))) for f in futures]

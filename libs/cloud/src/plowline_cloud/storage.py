@@ -4,7 +4,7 @@ Notes:
     ``put`` needs only ``storage.objects.create`` (``roles/storage.objectCreator``): it never
     reads before writing, and asks Cloud Storage for ``if_generation_match=0``, the atomic
     "never overwrite". A 412 then means one of two things, told apart by what ``put`` saw:
-    on the first attempt, someone else holds the name (``PermanentError``); after an attempt
+    on the first attempt, someone else holds the name (``ObjectExists``); after an attempt
     whose response was lost (a retried error), it is that attempt's own object, already
     written, so ``put`` returns. The writers name each object uniquely (a fresh id per
     flush), so no other writer can hold the name of a write that was retried: rows are
@@ -22,7 +22,7 @@ from typing import Any
 import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
 from google.api_core import exceptions as gexc
 from google.cloud.storage.retry import DEFAULT_RETRY  # type: ignore[import-untyped]  # no py.typed
-from plowline_core.errors import ConfigError, PermanentError
+from plowline_core.errors import ConfigError, ObjectExists, PermanentError
 
 from plowline_cloud.errors import translated
 
@@ -79,7 +79,7 @@ class GcsBlobStore:
         return f"{_SCHEME}{self._bucket.name}/{self._prefix}"
 
     def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
-        """Write a new private object; raise PermanentError if someone else holds the name.
+        """Write a new private object; raise ObjectExists if someone else holds the name.
 
         Notes:
             Idempotent under retries: a 412 after a retried attempt is this call's own
@@ -103,7 +103,7 @@ class GcsBlobStore:
             except gexc.PreconditionFailed as exc:
                 if attempts.retried:
                     return
-                raise PermanentError(f"{self._where(name)} already exists") from exc
+                raise ObjectExists(f"{self._where(name)} already exists") from exc
 
     def list(self, prefix: str = "") -> list[str]:
         """Return the names (relative to the store's prefix) under ``prefix``, sorted."""

@@ -14,6 +14,11 @@ Notes:
     (the caller does not ack, Pub/Sub redelivers). ``row_errors`` become ``INVALID``
     failures and the request's other rows are sent again (BigQuery rejects the whole
     request when one row is bad). Requests stay under 10 MB (the API's limit).
+    An append whose response never came (the connection broke, the call timed out) may
+    have been applied: without offsets, sending it again on the same stream can append
+    it twice. ``write`` does so only with ``resend_unanswered=True`` (the ``_default``
+    stream, at least once anyway); exactly-once passes False and gets
+    ``UnansweredAppend``, abandons the stream and writes the rows again on a fresh one.
 """
 
 from __future__ import annotations
@@ -94,6 +99,10 @@ class _Encoded:
     payload: bytes
 
 
+class UnansweredAppend(TransientError):
+    """An append's response never came: its rows may or may not be on the stream."""
+
+
 class _SchemaRace(Exception):
     """The backend's schema and the writer's differ: refresh, reconnect, send the rest again."""
 
@@ -129,10 +138,14 @@ class StreamWriter:
             cached = self._encoder = RowEncoder(fields)
         return cached
 
-    def write(self, stream: str, rows: Sequence[Row]) -> list[InsertFailure]:
+    def write(
+        self, stream: str, rows: Sequence[Row], *, resend_unanswered: bool = True
+    ) -> list[InsertFailure]:
         """Append the rows that fit the table to ``stream``; return the rejected ones.
 
         Raises:
+            UnansweredAppend: with ``resend_unanswered=False``, an append got no response
+                (the stream may hold its rows: do not commit it).
             TransientError: appends kept failing (backend down, schema never settled).
             PermanentError: the stream or table is unusable (not found, permission).
         """
@@ -146,6 +159,11 @@ class StreamWriter:
                 failures.extend(self._append(stream, encoder, encoded))
                 return failures
             except _Unsent as unsent:
+                if unsent.unanswered and not resend_unanswered:
+                    raise UnansweredAppend(
+                        f"append to {stream}: no response ({unsent.cause}); "
+                        "its rows may be on the stream"
+                    ) from unsent.cause
                 pending = unsent.rows
                 if isinstance(unsent.cause, _SchemaRace):
                     pending, more = check_fields(_Refreshed(self._schema), pending)
@@ -200,7 +218,8 @@ class StreamWriter:
         again: list[list[_Encoded]] = []
         unsent: list[Row] = []
         cause: Exception | None = None
-        for batch, outcome in zip(batches, self._exchange(stream, encoder, batches), strict=True):
+        outcomes, answered = self._exchange(stream, encoder, batches)
+        for batch, outcome in zip(batches, outcomes, strict=True):
             if outcome is None:
                 continue
             settled = _classify(outcome, batch)
@@ -212,15 +231,17 @@ class StreamWriter:
                 cause = cause or settled
         if unsent:
             unsent.extend(item.row for batch in again for item in batch)
-            raise _Unsent(unsent, cause or TransientError("rows left unsent"))
+            cause = cause or TransientError("rows left unsent")
+            raise _Unsent(unsent, cause, unanswered=answered < len(batches))
         if again:
             failures.extend(self._settle_all(stream, encoder, again))
         return failures
 
     def _exchange(
         self, stream: str, encoder: RowEncoder, batches: list[list[_Encoded]]
-    ) -> list[Exception | None]:
-        """Return, per request, None when appended or the error that refused it."""
+    ) -> tuple[list[Exception | None], int]:
+        """Return, per request, None when appended or the error that refused it; and how
+        many requests were answered (the rest got no response: their fate is unknown)."""
         requests = (
             self._request(stream, encoder, batch, first=index == 0)
             for index, batch in enumerate(batches)
@@ -235,8 +256,9 @@ class StreamWriter:
                 outcomes.append(_response_error(response))
         except gexc.GoogleAPICallError as exc:
             ended = exc
-        missing = len(batches) - len(outcomes)
-        return outcomes + [ended or TransientError("connection closed early")] * missing
+        answered = len(outcomes)
+        missing = len(batches) - answered
+        return outcomes + [ended or TransientError("connection closed early")] * missing, answered
 
     def _request(
         self, stream: str, encoder: RowEncoder, batch: Sequence[_Encoded], *, first: bool
@@ -271,10 +293,11 @@ _STATUS_BY_NUMBER = {status.value[0]: status.value for status in grpc.StatusCode
 
 
 class _Unsent(Exception):
-    def __init__(self, rows: list[Row], cause: Exception) -> None:
+    def __init__(self, rows: list[Row], cause: Exception, *, unanswered: bool) -> None:
         super().__init__(str(cause))
         self.rows = rows
         self.cause = cause
+        self.unanswered = unanswered  # some request got no response: it may have landed
 
 
 class _Refreshed:

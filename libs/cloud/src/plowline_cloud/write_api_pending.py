@@ -4,7 +4,9 @@ Protocol per micro-batch (``prepare`` per partition, then one ``commit``):
 
 1. Drop rows whose event id the ledger already holds (``_recover`` first makes sure the
    stream that holds them is committed: see 5).
-2. Append the rest to a fresh PENDING stream of the events table; finalize it.
+2. Append the rest to a fresh PENDING stream of the events table; finalize it. An
+   append whose response is lost may have landed: that stream is abandoned (never
+   committed, so never visible) and the rows go to a fresh stream, never resent blind.
 3. Write one ledger row per partition (``batch_id``, ``partition_id``, the events
    stream's name, its event ids) to a PENDING stream of the ledger table, finalize it
    and commit it: the ledger is the *prepare log*.
@@ -45,7 +47,7 @@ from plowline_core.schema.field import Field, FieldType, Mode
 
 from plowline_cloud.errors import translated
 from plowline_cloud.table_schema import table_reference
-from plowline_cloud.write_api import StreamWriter, table_path
+from plowline_cloud.write_api import StreamWriter, UnansweredAppend, table_path
 
 LEDGER_FIELDS = (
     Field("batch_id", FieldType.STRING, Mode.REQUIRED),
@@ -101,6 +103,7 @@ class ExactlyOnceSink:
         schema_store: TableSchemaStore,
         *,
         lookback_days: int = 8,
+        fresh_streams: int = 3,
         **options: Any,
     ) -> None:
         self._client = write_client
@@ -108,6 +111,7 @@ class ExactlyOnceSink:
         self._table = table_reference(bq_client, table_ref)
         self._ledger = table_reference(bq_client, ledger_ref)
         self._lookback_days = lookback_days  # Pub/Sub keeps messages 7 days at most
+        self._fresh_streams = fresh_streams  # streams tried when appends go unanswered
         self._events = StreamWriter(write_client, schema_store, **options)
         self._ledger_writer = StreamWriter(write_client, _FixedSchema(), **options)
 
@@ -127,12 +131,29 @@ class ExactlyOnceSink:
         fresh = self._unledgered(rows)
         if not fresh:
             return Prepared(batch_id, partition_id, None, (), ())
-        stream = self._create_stream(self._table)
-        failures = self._events.write(stream, fresh)
+        stream, failures = self._append_once(fresh)
         failed = {id(failure.row) for failure in failures}
         ids = tuple(row.insert_id for row in fresh if id(row) not in failed)
         self._finalize(stream)
         return Prepared(batch_id, partition_id, stream if ids else None, ids, tuple(failures))
+
+    def _append_once(self, rows: Sequence[Row]) -> tuple[str, list[InsertFailure]]:
+        """Append ``rows`` to a fresh PENDING stream, each once; return it and the rejected rows.
+
+        Notes:
+            An append that got no response may have landed: resending it on the same
+            stream could append it twice (no offsets), and both copies would be
+            committed. So the stream is abandoned (an uncommitted PENDING stream never
+            becomes visible) and every row is written again on a fresh one.
+        """
+        last: UnansweredAppend | None = None
+        for _ in range(self._fresh_streams):
+            stream = self._create_stream(self._table)
+            try:
+                return stream, self._events.write(stream, rows, resend_unanswered=False)
+            except UnansweredAppend as error:
+                last = error  # abandoned: never finalized, never committed
+        raise TransientError(f"{self._fresh_streams} PENDING streams in a row: {last}")
 
     def commit(self, prepared: Sequence[Prepared]) -> None:
         """Ledger the batch's streams, then commit them in one BatchCommitWriteStreams.

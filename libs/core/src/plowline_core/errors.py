@@ -5,6 +5,7 @@
     ├── TransientError       the outside world is failing; retry later, do not ack
     │   └── RegistryUnavailable   an Iglu registry timed out or answered 5xx
     └── PermanentError       retrying the same request cannot succeed
+        └── ObjectExists     a create-only write found the name taken
 
 Bad *data* is never an exception: parsing and transforming return a ``BadRow``.
 Adapters translate third-party errors onto this tree at the boundary.
@@ -45,3 +46,7 @@ class RegistryUnavailable(TransientError):
 
 class PermanentError(PlowlineError):
     """The request can never succeed as it is; retrying is pointless."""
+
+
+class ObjectExists(PermanentError):
+    """A create-only write found an object of that name (written before, by someone)."""

@@ -130,11 +130,20 @@ class TimedMessage(ReceivedMessage, Protocol):
         ...
 
 
+class IdentifiedMessage(TimedMessage, Protocol):
+    """A received message that also carries its Pub/Sub message id (stable on redelivery)."""
+
+    @property
+    def message_id(self) -> str:
+        """The id Pub/Sub gave the message when it was published."""
+        ...
+
+
 class BlobStore(Protocol):
     """A bucket (with an optional path prefix)."""
 
     def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
-        """Write a new private object; raise PermanentError if the name already exists."""
+        """Write a new private object; raise ObjectExists if the name already exists."""
         ...
 
     def list(self, prefix: str = "") -> list[str]:

@@ -3,10 +3,12 @@
 Object names (relative to the bucket path)::
 
     <vendor>.<name>/jsonschema-<model>/YYYY/MM/DD/HH/<window start>-<unique>.ndjson[.gz]
-    unparseable/YYYY/MM/DD/HH/<window start>-<unique>.bin
+    unparseable/YYYY/MM/DD/HH/<publish time>-<message id>.bin
 
-where ``<window start>`` is ISO 8601 basic (``20261122T051300Z``) and the hour path is the
-window start's.
+where ``<window start>`` and ``<publish time>`` are ISO 8601 basic (``20261122T051300Z``)
+and the hour path is theirs. An unparseable message's object is named after the message
+alone (publish time and id are the same on every delivery), so a redelivered copy maps to
+the object already written instead of a second one.
 
 Notes:
     Pure. Bad rows are stored as received (a message is never re-encoded; only a trailing
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import gzip as gzip_module
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from plowline_core.badrows import parse_bad_row
 
@@ -51,9 +53,10 @@ def object_name(partition: str, window_start: datetime, unique: str, gzip: bool)
     return f"{partition}/{_stem(window_start, unique)}{suffix}"
 
 
-def unparseable_name(window_start: datetime, unique: str) -> str:
-    """Return the object name of one unparseable message (one object per message)."""
-    return f"{UNPARSEABLE}/{_stem(window_start, unique)}.bin"
+def unparseable_name(published: datetime, message_id: str) -> str:
+    """Return the object name of one unparseable message: the same on every delivery of it."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in message_id)
+    return f"{UNPARSEABLE}/{_stem(published.astimezone(UTC), safe)}.bin"
 
 
 def _stem(window_start: datetime, unique: str) -> str:

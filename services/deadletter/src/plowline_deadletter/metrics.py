@@ -16,6 +16,7 @@ class DeadLetterMetrics:
     rows_written: Counter
     unparseable: Counter
     write_failures: Counter
+    duplicates: Counter
     buffered: Gauge
 
     @classmethod
@@ -33,6 +34,10 @@ class DeadLetterMetrics:
             ),
             write_failures=registry.counter(
                 "deadletter_write_failures", "Objects that could not be written (rows redelivered)"
+            ),
+            duplicates=registry.counter(
+                "deadletter_duplicates",
+                "Unparseable messages delivered again whose object was already written (acked)",
             ),
             buffered=registry.gauge("deadletter_buffered", "Bad rows waiting for their object"),
         )

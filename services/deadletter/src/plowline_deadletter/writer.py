@@ -1,7 +1,9 @@
 """File bad rows into the bucket: buffer per partition, write one object per batch, then ack.
 
 An unparseable message is buffered like the others but written as an object of its own
-(``layout.unparseable_name``), holding exactly its bytes.
+(``layout.unparseable_name``), holding exactly its bytes, named after the message (its
+publish time and id) and written create-only: a duplicate delivery finds the object
+already there (``ObjectExists``) and is acked, never written as a second object.
 
 Notes:
     At least once: a message is acked only after the object holding it was written; when
@@ -19,8 +21,8 @@ from collections.abc import Callable, Sequence
 
 import structlog
 from plowline_core.config import DeadLetterOptions
-from plowline_core.errors import PlowlineError
-from plowline_core.ports import BlobStore, Clock, ReceivedMessage
+from plowline_core.errors import ObjectExists, PlowlineError
+from plowline_core.ports import BlobStore, Clock, IdentifiedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
 from plowline_deadletter.layout import (
@@ -57,7 +59,7 @@ class DeadLetterWriter:
         self._options = options
         self._metrics = metrics
         self._new_id = new_id
-        self._batcher: Batcher[ReceivedMessage] = Batcher(options.window, options.max_rows)
+        self._batcher: Batcher[IdentifiedMessage] = Batcher(options.window, options.max_rows)
         self._lock = threading.Lock()
         self._closing = False
 
@@ -67,7 +69,7 @@ class DeadLetterWriter:
         with self._lock:
             return self._batcher.pending
 
-    def receive(self, message: ReceivedMessage) -> None:
+    def receive(self, message: IdentifiedMessage) -> None:
         """Buffer one message; write the batches it completes."""
         partition = partition_of(message.data)
         if partition == UNPARSEABLE:
@@ -95,14 +97,14 @@ class DeadLetterWriter:
             self._metrics.buffered.set(0)
         self._write(ready)
 
-    def _write(self, batches: Sequence[Batch[ReceivedMessage]]) -> None:
+    def _write(self, batches: Sequence[Batch[IdentifiedMessage]]) -> None:
         for batch in batches:
             self._write_one(batch)
 
-    def _write_one(self, batch: Batch[ReceivedMessage]) -> None:
+    def _write_one(self, batch: Batch[IdentifiedMessage]) -> None:
         if batch.key == UNPARSEABLE:
             for message in batch.items:
-                self._write_unparseable(batch, message)
+                self._write_unparseable(message)
             return
         gzip = self._options.gzip
         name = object_name(batch.key, batch.window_start, self._new_id(), gzip)
@@ -122,11 +124,17 @@ class DeadLetterWriter:
         self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
 
-    def _write_unparseable(self, batch: Batch[ReceivedMessage], message: ReceivedMessage) -> None:
+    def _write_unparseable(self, message: IdentifiedMessage) -> None:
         """Write one unparseable message as an object of its own, its bytes as they came."""
-        name = unparseable_name(batch.window_start, self._new_id())
+        name = unparseable_name(message.publish_time, message.message_id)
         try:
             self._store.put(name, message.data, UNPARSEABLE_CONTENT_TYPE)
+        except ObjectExists:
+            # An earlier delivery of this message wrote it (same publish time and id).
+            _log.info("duplicate delivery already written", object=name)
+            self._metrics.duplicates.inc()
+            message.ack()
+            return
         except PlowlineError as error:
             _log.error("object not written", object=name, rows=1, error=str(error))
             self._metrics.write_failures.inc()

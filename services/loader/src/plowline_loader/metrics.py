@@ -9,6 +9,7 @@ Notes:
     ``loader_bad_total{code}``, ``loader_failed_inserts_total{reason}``,
     ``loader_types_published_total``, ``loader_executor_events_total{executor}`` (events
     taken in by the tasks each Spark executor ran; ``driver`` in local mode), ``loader_transient_failures_total``,
+    ``loader_unsettled_acks_total`` (ack ids whose ack or nack kept failing after the writes),
     ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
     ``loader_publish_to_insert_seconds``, ``loader_ready``, ``loader_batches_committed_total``,
     ``loader_last_commit_timestamp_seconds`` (checkpoint progress); ``run`` adds the
@@ -41,6 +42,7 @@ class LoaderMetrics:
     types_published: Counter
     executor_events: Counter
     transient_failures: Counter
+    unsettled_acks: Counter
     batch_duration: Histogram
     collector_latency: Histogram
     publish_latency: Histogram
@@ -63,6 +65,10 @@ class LoaderMetrics:
             ),
             transient_failures=registry.counter(
                 "loader_transient_failures", "Partitions handed back after a transient error"
+            ),
+            unsettled_acks=registry.counter(
+                "loader_unsettled_acks",
+                "Ack ids whose ack or nack kept failing once the writes were durable",
             ),
             batch_duration=registry.histogram(
                 "loader_batch_duration_seconds", "Micro-batch wall time", buckets=_DURATION_BUCKETS

@@ -28,16 +28,31 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from plowline_core.config import LoadKind
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.bootstrap import WorkerConfig, processor_for
-from plowline_loader.pipeline import BatchOutcome, InboundMessage
+from plowline_loader.pipeline import BatchOutcome, InboundMessage, PartlyDelivered
 from plowline_loader.source import AckingPartition
 from plowline_loader.source.acking import MessageRow
 
 CHUNK_MESSAGES = 500
 """Messages processed together: one insertAll request's worth (see ``process_in_chunks``)."""
+
+
+def chunk_size_for(config: WorkerConfig, messages: int) -> int:
+    """Return how many of a partition's ``messages`` go into one ``insert``.
+
+    Notes:
+        FILE_LOADS takes the whole partition in one chunk: each chunk is one load job, and
+        BigQuery allows 1,500 load jobs per table per day (failures count), so the loader
+        starts one per partition per window (``load.frequency``), as the README says.
+        The other modes write ``CHUNK_MESSAGES`` at a time, pipelined.
+    """
+    if config.bigquery.load.mode is LoadKind.FILE_LOADS:
+        return max(messages, 1)
+    return CHUNK_MESSAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +62,7 @@ class PartitionReport:
     outcome: BatchOutcome = field(default_factory=BatchOutcome)
     transient_error: str | None = None
     registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
+    unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
     executor: str = "driver"
 
 
@@ -95,10 +111,10 @@ class StreamingPartition:
         """Process the partition's messages, settle them, and yield one report."""
         recorder = _Recorder(self.config)
         acks = self.acks
-        AckingPartition(recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s)(
-            rows
-        )
-        yield replace(recorder.report, executor=executor_id())
+        settled = AckingPartition(
+            recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s
+        )(rows)
+        yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
 
 
 class ChunkProcessor(Protocol):
@@ -124,8 +140,11 @@ def process_in_chunks(
         on BigQuery), the next is transformed (``prepare``): the first insert leaves after
         one chunk is transformed, and the table always has the next request coming.
         After a ``TransientError`` the chunks already written stay written (they are
-        acked); the rest is handed back and the report carries the error. Any other
-        exception propagates, once the chunk being written is done.
+        acked); the rest is handed back and the report carries the error. Of a chunk
+        whose insert returned before a publish failed (``PartlyDelivered``) only the
+        messages it names are handed back: the rest is durable, and handing it back would
+        insert it again on every retry. Any other exception propagates, once the chunk
+        being written is done.
     """
     chunks = [rows[i : i + chunk_size] for i in range(0, len(rows), chunk_size)]
     outcome = BatchOutcome()
@@ -146,12 +165,18 @@ def process_in_chunks(
             # A chunk may have failed to prepare while the one before was being written:
             # settle that write (a write that failed is still ``writing``).
             late = writing.exception() if writing is not None else None
+            handed_back: list[str] = []
             if writing is not None and late is None:
                 outcome = outcome.merge(writing.result())
                 written += 1
+            elif isinstance(late, PartlyDelivered):
+                # Its insert returned: ack what is durable, hand back only the rest.
+                outcome = outcome.merge(late.outcome)
+                handed_back = _acks_of(chunks[written], late.not_durable)
+                written += 1
             elif late is not None and not isinstance(late, TransientError):
                 raise late from error  # a bug while writing: fail the task
-            handed_back = [row["ack_id"] for chunk in chunks[written:] for row in chunk]
+            handed_back += [row["ack_id"] for chunk in chunks[written:] for row in chunk]
             outages = error.outages if isinstance(error, RegistryUnavailable) else ()
             report = PartitionReport(outcome, f"{type(error).__name__}: {error}", outages)
             return report, handed_back
@@ -166,8 +191,13 @@ class _Recorder:
         self.report = PartitionReport()
 
     def __call__(self, rows: list[MessageRow]) -> Collection[str] | None:
-        self.report, handed_back = process_in_chunks(processor_for(self._config), rows)
+        size = chunk_size_for(self._config, len(rows))
+        self.report, handed_back = process_in_chunks(processor_for(self._config), rows, size)
         return handed_back or None
+
+
+def _acks_of(chunk: Sequence[MessageRow], message_ids: frozenset[str]) -> list[str]:
+    return [row["ack_id"] for row in chunk if row["message_id"] in message_ids]
 
 
 def _inbound(row: MessageRow) -> InboundMessage:

@@ -16,7 +16,10 @@ The size rules (what a row, a bad row and a failed insert may weigh) are ``limit
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
     Returning is the promise that every outcome is durable (the insert returned, every
-    publish confirmed), so the caller may ack. An exception means nothing may be acked:
+    publish confirmed), so the caller may ack. An exception means nothing may be acked,
+    except ``PartlyDelivered``: the insert returned, then a publish failed; its rows are
+    durable and must be acked (handing them back would insert them again on every retry,
+    past BigQuery's insertId window); only the messages it names are handed back.
     ``RegistryUnavailable`` (a ``TransientError``) is raised before anything is written,
     so a registry outage never turns good events into bad rows. Types are published
     before the insert, so the mutator starts adding columns as early as possible.
@@ -26,12 +29,14 @@ Notes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from typing import NamedTuple
 
 from plowline_core.badrows import BadRow, FailureCode, Processor
+from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
 from plowline_core.messages import encode_types
@@ -48,6 +53,7 @@ from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 from plowline_loader.limits import Limits, SizeChecks
+from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
 
 __all__ = [
     "AccountingError",
@@ -56,6 +62,7 @@ __all__ = [
     "Destinations",
     "InboundMessage",
     "Limits",
+    "PartlyDelivered",
     "PreparedBatch",
 ]
 from plowline_loader.types import TypeTracker
@@ -81,56 +88,6 @@ class Destinations:
     failed_inserts: Publisher
 
 
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    """What one batch became; picklable, so executors can hand it to the driver.
-
-    Notes:
-        ``good + bad + failed == events_in``. Latencies are seconds, one per landed row
-        (collector_tstamp → insert) and per landed message with a publish time
-        (publish → insert).
-    """
-
-    events_in: int = 0
-    good: int = 0
-    bad: int = 0
-    failed: int = 0
-    types_published: int = 0
-    duration_s: float = 0.0
-    bad_by_code: Mapping[str, int] = field(default_factory=dict)
-    failed_by_reason: Mapping[str, int] = field(default_factory=dict)
-    collector_latency_s: tuple[float, ...] = ()
-    publish_latency_s: tuple[float, ...] = ()
-
-    def merge(self, other: BatchOutcome) -> BatchOutcome:
-        """Return the sum of two outcomes (counts added, latencies concatenated)."""
-        return BatchOutcome(
-            events_in=self.events_in + other.events_in,
-            good=self.good + other.good,
-            bad=self.bad + other.bad,
-            failed=self.failed + other.failed,
-            types_published=self.types_published + other.types_published,
-            duration_s=self.duration_s + other.duration_s,
-            bad_by_code=dict(Counter(self.bad_by_code) + Counter(other.bad_by_code)),
-            failed_by_reason=dict(Counter(self.failed_by_reason) + Counter(other.failed_by_reason)),
-            collector_latency_s=self.collector_latency_s + other.collector_latency_s,
-            publish_latency_s=self.publish_latency_s + other.publish_latency_s,
-        )
-
-    def without_latencies(self) -> BatchOutcome:
-        """Return the counts only (backfill sums millions of rows)."""
-        return BatchOutcome(
-            self.events_in,
-            self.good,
-            self.bad,
-            self.failed,
-            self.types_published,
-            self.duration_s,
-            self.bad_by_code,
-            self.failed_by_reason,
-        )
-
-
 class _Good(NamedTuple):
     row: Row
     message: InboundMessage
@@ -141,6 +98,7 @@ class _Sorted(NamedTuple):
     goods: list[_Good]
     bad_rows: list[bytes]
     bad_by_code: Counter[str]
+    bad_messages: list[InboundMessage]  # one per bad row, in order
 
 
 class _Refused(NamedTuple):
@@ -149,6 +107,24 @@ class _Refused(NamedTuple):
     failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
     payloads: list[bytes]
     bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
+    failed_messages: list[InboundMessage]  # the message of each failed insert
+    bad_messages: list[InboundMessage]  # the message of each size violation
+
+
+class _Stage(Enum):
+    """What ``deliver`` was publishing after the insert when a publish failed."""
+
+    FAILED = "failed inserts"
+    BAD = "bad rows"
+
+
+class _Delivered(NamedTuple):
+    """What ``deliver`` had done when a publish after the insert failed."""
+
+    failures: Sequence[InsertFailure]
+    refused: _Refused
+    published: int
+    inserted_at: datetime
 
 
 class PreparedBatch(NamedTuple):
@@ -157,10 +133,6 @@ class PreparedBatch(NamedTuple):
     messages: Sequence[InboundMessage]
     batch: _Sorted
     started: datetime
-
-
-class AccountingError(AssertionError):
-    """A batch's outcomes do not add up to its messages: a bug, never bad data."""
 
 
 class BatchProcessor:
@@ -206,25 +178,58 @@ class BatchProcessor:
             two share no mutable state.
 
         Raises:
+            PartlyDelivered: a publish failed (transient or permanent) after the insert
+                returned; ack all but the messages it names.
             TransientError: the table or a topic is failing; ack nothing of this batch.
         """
         messages, batch, started = prepared
         published = self._publish_missing_types(batch.goods, started)
         failures = self._to.table.insert([good.row for good in batch.goods]) if batch.goods else []
         inserted_at = self._clock.now()
-        published += self._publish_implicated_types(batch.goods, failures, inserted_at)
         refused = self._refused(batch.goods, failures, started)
-        if refused.payloads:
-            self._to.failed_inserts.publish(refused.payloads)
-        if batch.bad_rows or refused.bad_rows:
-            self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
+        stage = _Stage.FAILED
+        try:
+            published += self._publish_implicated_types(batch.goods, failures, inserted_at)
+            if refused.payloads:
+                self._to.failed_inserts.publish(refused.payloads)
+            stage = _Stage.BAD
+            if batch.bad_rows or refused.bad_rows:
+                self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
+        except (TransientError, PermanentError) as error:
+            # Even a permanent refusal (topic deleted, permission revoked) must not hand
+            # back the rows just inserted: the partition would fail and insert them again.
+            delivered = _Delivered(failures, refused, published, inserted_at)
+            raise self._partly(prepared, delivered, stage, error) from error
         outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
-        _check_accounts(outcome)
+        check_accounts(outcome)
         return outcome
+
+    def _partly(
+        self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: PlowlineError
+    ) -> PartlyDelivered:
+        """Return the error naming what the failed publish left not durable."""
+        messages, batch, started = prepared
+        failures, refused, published, inserted_at = delivered
+        pending = batch.bad_messages + refused.bad_messages
+        kept = refused._replace(bad_rows=[], bad_messages=[])
+        if stage is _Stage.FAILED:
+            pending += refused.failed_messages
+            kept = kept._replace(failed=[], payloads=[], failed_messages=[])
+        durable = batch._replace(bad_rows=[], bad_by_code=Counter(), bad_messages=[])
+        outcome = self._outcome(
+            messages, durable, failures, kept, published, started, inserted_at, len(pending)
+        )
+        check_accounts(outcome)
+        return PartlyDelivered(
+            f"{error} (after the insert: {len(pending)} messages handed back)",
+            outcome,
+            frozenset(message.message_id for message in pending),
+        )
 
     def _sort(self, messages: Sequence[InboundMessage], now: datetime) -> _Sorted:
         goods: list[_Good] = []
         bad_rows: list[bytes] = []
+        bad_messages: list[InboundMessage] = []
         codes: Counter[str] = Counter()
         for message in messages:
             result = self._transform(message.data)
@@ -236,8 +241,9 @@ class BatchProcessor:
                 result = oversized
             encoded, code = self._sizes.bad_row(result, message.data, now)
             bad_rows.append(encoded)
+            bad_messages.append(message)
             codes[code] += 1
-        return _Sorted(goods, bad_rows, codes)
+        return _Sorted(goods, bad_rows, codes, bad_messages)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
         try:
@@ -250,15 +256,18 @@ class BatchProcessor:
         self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
     ) -> _Refused:
         """Encode the failed inserts; one too big for a Pub/Sub message becomes a bad row."""
-        refused = _Refused([], [], [])
-        lines = {id(good.row): good.message.data for good in goods} if failures else {}
+        refused = _Refused([], [], [], [], [])
+        sources = {id(good.row): good.message for good in goods} if failures else {}
         for failure in failures:
-            payload, code = self._sizes.failed_insert(failure, lines.get(id(failure.row), b""), now)
+            message = sources.get(id(failure.row), InboundMessage(b"", ""))
+            payload, code = self._sizes.failed_insert(failure, message.data, now)
             if code is None:
                 refused.failed.append(failure)
                 refused.payloads.append(payload)
+                refused.failed_messages.append(message)
             else:
                 refused.bad_rows.append(payload)
+                refused.bad_messages.append(message)
         return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
@@ -294,6 +303,7 @@ class BatchProcessor:
         types_published: int,
         started: datetime,
         inserted_at: datetime,
+        handed_back: int = 0,
     ) -> BatchOutcome:
         not_landed = {id(failure.row) for failure in failures}
         landed = [good for good in batch.goods if id(good.row) not in not_landed]
@@ -301,7 +311,7 @@ class BatchProcessor:
         if refused.bad_rows:
             bad_by_code[str(FailureCode.SIZE_ROW)] += len(refused.bad_rows)
         return BatchOutcome(
-            events_in=len(messages),
+            events_in=len(messages) - handed_back,
             good=len(landed),
             bad=len(batch.bad_rows) + len(refused.bad_rows),
             failed=len(refused.failed),
@@ -311,16 +321,6 @@ class BatchProcessor:
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
-        )
-
-
-def _check_accounts(outcome: BatchOutcome) -> None:
-    """Raise AccountingError unless every message has exactly one outcome."""
-    total = outcome.good + outcome.bad + outcome.failed
-    if total != outcome.events_in:
-        raise AccountingError(
-            f"batch accounting broken: good {outcome.good} + bad {outcome.bad} + failed "
-            f"{outcome.failed} = {total}, but {outcome.events_in} events came in"
         )
 
 

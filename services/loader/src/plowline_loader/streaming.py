@@ -208,8 +208,12 @@ class BatchWriter:
         if self._observer is not None:
             self._observer(outcome)
         self.transient_failures += len(errors)
+        unsettled = sum(report.unsettled_acks for report in reports)
+        if unsettled:
+            _log.warning("acks failed after the writes were durable", ack_ids=unsettled)
         if self._metrics is not None:
             self._metrics.record(outcome, len(errors))
+            self._metrics.unsettled_acks.inc(unsettled)
             self._metrics.record_executors(executors)
             self._metrics.batch_duration.observe(duration_s)
         if outcome.events_in:

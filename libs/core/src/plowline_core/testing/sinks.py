@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from plowline_core.errors import PermanentError, PlowlineError
+from plowline_core.errors import ObjectExists, PermanentError, PlowlineError
 from plowline_core.ports import InsertFailure, InsertReason, Row, TableSchemaStore
 from plowline_core.schema.widening import missing_fields
 
@@ -137,10 +137,10 @@ class InMemoryBlobStore:
         self.fail_with: PlowlineError | None = None
 
     def put(self, name: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
-        """Store a new object; raise PermanentError if the name already exists."""
+        """Store a new object; raise ObjectExists if the name already exists."""
         self._maybe_fail()
         if name in self.objects:
-            raise PermanentError(f"{name} already exists")
+            raise ObjectExists(f"{name} already exists")
         self.objects[name] = bytes(data)
         self.content_types[name] = content_type
 

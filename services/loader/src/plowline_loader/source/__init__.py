@@ -1,6 +1,11 @@
 """Pub/Sub as a Spark Structured Streaming source, and the ack-after-durable sink helper."""
 
-from plowline_loader.source.acking import AckingPartition, PartitionProcessor, acking_batch_writer
+from plowline_loader.source.acking import (
+    AckingPartition,
+    PartitionProcessor,
+    Settlement,
+    acking_batch_writer,
+)
 from plowline_loader.source.pubsub_source import (
     FORMAT,
     SCHEMA,
@@ -20,6 +25,7 @@ __all__ = [
     "PubSubPartition",
     "PubSubSourceOptions",
     "PubSubStreamReader",
+    "Settlement",
     "acking_batch_writer",
     "register_pubsub_source",
 ]

@@ -16,6 +16,12 @@ Notes:
     fails and Spark retries or stops the query: the messages come back, none is lost.
     The processor must only return after its writes are durable (insert returned,
     publish futures resolved): returning is the promise that acking is safe.
+    Once it returned, nothing fails the task: an ack or nack that keeps failing
+    (``ACK_ATTEMPTS`` tries, each with the client's own retry) is logged and counted in
+    the returned ``Settlement``. Failing the task there would gain nothing: the writes
+    are durable, and the redelivery is absorbed downstream (insertId within BigQuery's
+    window, the ledger in exactly-once mode), whereas a failed task is retried and
+    writes the whole partition again.
 """
 
 from __future__ import annotations
@@ -48,6 +54,18 @@ class MessageRow(Protocol):
 
 PartitionProcessor = Callable[[list[MessageRow]], Collection[str] | None]
 
+ACK_ATTEMPTS = 3
+"""Tries of one settling call (ack or nack of a subscription's ids) before it is given up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """How a partition's deliveries were settled after the processor returned."""
+
+    acked: int = 0
+    nacked: int = 0
+    unsettled: int = 0  # ack ids whose ack or nack kept failing (they come back on their own)
+
 
 @dataclass(frozen=True)
 class AckingPartition:
@@ -63,11 +81,11 @@ class AckingPartition:
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
 
-    def __call__(self, rows: Iterable[MessageRow]) -> None:
+    def __call__(self, rows: Iterable[MessageRow]) -> Settlement:
         """Process one partition's rows and settle their deliveries."""
         batch = list(rows)
         if not batch:
-            return
+            return Settlement()
         from plowline_loader.source.subscription import Subscription
 
         ack_ids = _ack_ids_by_subscription(batch)
@@ -87,9 +105,39 @@ class AckingPartition:
             except BaseException:
                 _nack_after_failure(subscriptions, ack_ids)
                 raise
+            settlement = Settlement()
             for path, ids in ack_ids.items():
-                subscriptions[path].ack([i for i in ids if i not in not_durable])
-                subscriptions[path].nack([i for i in ids if i in not_durable])
+                subscription = subscriptions[path]
+                done = [i for i in ids if i not in not_durable]
+                undone = [i for i in ids if i in not_durable]
+                failed_acks = _settle(subscription.ack, "ack", path, done)
+                failed_nacks = _settle(subscription.nack, "nack", path, undone)
+                settlement = Settlement(
+                    settlement.acked + len(done) - failed_acks,
+                    settlement.nacked + len(undone) - failed_nacks,
+                    settlement.unsettled + failed_acks + failed_nacks,
+                )
+            return settlement
+
+
+def _settle(call: Callable[[list[str]], None], verb: str, path: str, ids: list[str]) -> int:
+    """Call ``call(ids)`` up to ``ACK_ATTEMPTS`` times; return how many ids stayed unsettled."""
+    if not ids:
+        return 0
+    for attempt in range(1, ACK_ATTEMPTS + 1):
+        try:
+            call(ids)
+            return 0
+        except PlowlineError as error:
+            _log.warning(
+                f"{verb}_failed",
+                subscription=path,
+                ack_ids=len(ids),
+                attempt=attempt,
+                of=ACK_ATTEMPTS,
+                error=str(error),
+            )
+    return len(ids)
 
 
 def _nack_after_failure(
@@ -111,6 +159,10 @@ def _ack_ids_by_subscription(rows: list[MessageRow]) -> dict[str, list[str]]:
     return dict(grouped)
 
 
+def _discard(settlement: Settlement) -> None:
+    """foreachPartition wants a function returning nothing (its count is logged already)."""
+
+
 def acking_batch_writer(
     process: PartitionProcessor,
     *,
@@ -127,6 +179,6 @@ def acking_batch_writer(
     acking = AckingPartition(process, emulator_host, ack_deadline_s, lease_interval_s)
 
     def write_batch(frame: DataFrame, batch_id: int) -> None:
-        frame.foreachPartition(acking)
+        frame.foreachPartition(lambda rows: _discard(acking(rows)))
 
     return write_batch

@@ -1,0 +1,69 @@
+"""Settling deliveries once the writes are durable: a failing ack never fails the task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from plowline_cloud.clients import subscriber_client
+from plowline_loader.source import AckingPartition, Settlement
+from plowline_loader.source.acking import MessageRow
+from plowline_loader.source.subscription import Subscription
+
+if TYPE_CHECKING:
+    from conftest import Channel
+
+
+def _rows(channel: Channel, count: int) -> list[dict[str, Any]]:
+    """Pull ``count`` deliveries as rows of the pubsub source."""
+    subscription = Subscription(channel.subscription, channel.endpoint)
+    pulled: list[dict[str, Any]] = []
+    while len(pulled) < count:
+        for message in subscription.pull(count - len(pulled), 5.0):
+            pulled.append(
+                {
+                    "subscription": channel.subscription,
+                    "ack_id": message.ack_id,
+                    "message_id": message.message_id,
+                    "data": message.data,
+                }
+            )
+    return pulled
+
+
+@dataclass
+class DurableThenUnreachable:
+    """A processor whose writes are durable, after which the subscription is gone (acks fail)."""
+
+    endpoint: str
+    subscription: str
+    calls: list[int] = field(default_factory=list)
+
+    def __call__(self, rows: list[MessageRow]) -> None:
+        """Record the rows as written, then delete the subscription their acks go to."""
+        self.calls.append(len(rows))
+        subscriber_client(self.endpoint).delete_subscription(
+            request={"subscription": self.subscription}
+        )
+
+
+def test_a_failing_ack_is_counted_and_does_not_fail_the_task(channel: Channel) -> None:
+    """Acks refused after the writes were durable: the partition returns, counting 20 unsettled."""
+    channel.publish(20)
+    rows = _rows(channel, 20)
+    processor = DurableThenUnreachable(channel.endpoint, channel.subscription)
+
+    settlement = AckingPartition(processor, channel.endpoint, 10, 3.0)(rows)
+
+    assert (Settlement(0, 0, 20), [20]) == (settlement, processor.calls)
+
+
+def test_durable_deliveries_are_acked_and_the_rest_nacked(channel: Channel) -> None:
+    """A processor handing back 5 of 20: 15 acked, 5 nacked, nothing left unsettled."""
+    channel.publish(20)
+    rows = _rows(channel, 20)
+    handed_back = {row["ack_id"] for row in rows[:5]}
+
+    settlement = AckingPartition(lambda _: handed_back, channel.endpoint, 10, 3.0)(rows)
+
+    assert Settlement(15, 5, 0) == settlement
