@@ -60,6 +60,8 @@ Notes:
 from __future__ import annotations
 
 import json
+import random
+import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -192,6 +194,36 @@ CATALOGUE: tuple[FaultSpec, ...] = (
 """Every fault, by stand-in and name."""
 
 STAND_INS = ("pubsub", "bigquery", "storage")
+
+
+class FaultDraws:
+    """The seeded draws of one stand-in's faults: each fault its own generator and rate.
+
+    Notes:
+        Thread-safe (a stand-in serves several threads); the same seed and the same sequence
+        of calls strike the same calls. A fault the plan leaves out never strikes.
+    """
+
+    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
+        plan = plan or {}
+        self.plan = dict(plan)
+        self.names = tuple(sorted(plan))
+        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
+        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
+        self._lock = threading.Lock()
+
+    def draw(self, name: str) -> bool:
+        """Return True when fault ``name`` strikes this call."""
+        rate = self._rates.get(name, 0.0)
+        if rate <= 0.0:
+            return False
+        with self._lock:
+            return self._draws[name].random() < rate
+
+    def coin(self, name: str) -> bool:
+        """Return a fair coin from fault ``name``'s generator (which of two real answers)."""
+        with self._lock:
+            return self._draws[name].random() < 0.5
 
 
 @dataclass(frozen=True, slots=True)

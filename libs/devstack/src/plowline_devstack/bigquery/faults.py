@@ -31,7 +31,6 @@ which the official client reads to decide whether to retry.
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 import time
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
-from plowline_devstack.faults import Params
+from plowline_devstack.faults import FaultDraws, Params
 
 BACKEND_ERROR = "backend-error"
 RATE_LIMIT = "rate-limit-exceeded"
@@ -107,30 +106,12 @@ def backend_error(status: int = 503) -> Reply:
     return error_reply(status, "backendError", BACKEND_MESSAGE)
 
 
-class BigQueryFaults:
+class BigQueryFaults(FaultDraws):
     """Draw the BigQuery faults a plan turned on (thread-safe: REST and gRPC both draw)."""
 
     def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
-        plan = plan or {}
-        self.plan = dict(plan)
-        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
-        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
-        self._lock = threading.Lock()
-        self.hang_seconds = float(plan.get(TIMEOUT, {}).get("seconds", 60.0))
-        self.names = tuple(sorted(plan))
-
-    def draw(self, name: str) -> bool:
-        """Return True when fault ``name`` strikes this call."""
-        rate = self._rates.get(name, 0.0)
-        if rate <= 0.0:
-            return False
-        with self._lock:
-            return self._draws[name].random() < rate
-
-    def coin(self, name: str) -> bool:
-        """Return a fair coin from fault ``name``'s generator (which of two real answers)."""
-        with self._lock:
-            return self._draws[name].random() < 0.5
+        super().__init__(plan, seed)
+        self.hang_seconds = float(self.plan.get(TIMEOUT, {}).get("seconds", 60.0))
 
     def param(self, name: str, key: str) -> float | None:
         """Return parameter ``key`` of fault ``name``, None when the fault is off."""

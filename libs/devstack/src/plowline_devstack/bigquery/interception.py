@@ -63,6 +63,13 @@ class Reply:
         """Build a JSON reply."""
         return cls(status, dumps(payload))
 
+    @classmethod
+    def invalid(cls, message: str) -> Reply:
+        """Build BigQuery's 400 ``invalid`` error reply carrying ``message``."""
+        error = {"message": message, "domain": "global", "reason": "invalid"}
+        body = {"code": 400, "message": message, "errors": [error], "status": "INVALID_ARGUMENT"}
+        return cls.of_json(400, {"error": body})
+
 
 @dataclass(frozen=True, slots=True)
 class Exchange:

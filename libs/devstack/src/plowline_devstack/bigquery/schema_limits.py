@@ -39,7 +39,7 @@ async def refuse_schema_past_limits(exchange: Exchange) -> Reply:
     problem = limit_problem(fields)
     if problem is None:
         return await exchange.forward(exchange.body)
-    return Reply.of_json(400, _invalid(problem))
+    return Reply.invalid(problem)
 
 
 def limit_problem(fields: Sequence[Any]) -> str | None:
@@ -80,17 +80,6 @@ def _leaf_count(fields: Sequence[Any]) -> int:
         is_record = kind in ("RECORD", "STRUCT") and isinstance(subs, list)
         total += _leaf_count(subs) if is_record and isinstance(subs, list) else 1
     return total
-
-
-def _invalid(message: str) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": 400,
-            "message": message,
-            "errors": [{"message": message, "domain": "global", "reason": "invalid"}],
-            "status": "INVALID_ARGUMENT",
-        }
-    }
 
 
 TABLE_SCHEMA_LIMITS = Correction(

@@ -53,7 +53,7 @@ async def refuse_narrowing(exchange: Exchange) -> Reply:
         if problem.startswith("Cannot add")
         else f"Provided Schema does not match Table {project}:{dataset}.{name}. "
     )
-    return Reply.of_json(400, _invalid(prefix + problem))
+    return Reply.invalid(prefix + problem)
 
 
 def schema_change_problem(
@@ -104,17 +104,6 @@ def _from_catalog(field: Any) -> dict[str, Any]:
     if field.fields:
         out["fields"] = [_from_catalog(sub) for sub in field.fields]
     return out
-
-
-def _invalid(message: str) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": 400,
-            "message": message,
-            "errors": [{"message": message, "domain": "global", "reason": "invalid"}],
-            "status": "INVALID_ARGUMENT",
-        }
-    }
 
 
 TABLE_SCHEMA_RULES = Correction(

@@ -21,10 +21,9 @@ Notes:
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 
-from plowline_devstack.faults import Params
+from plowline_devstack.faults import FaultDraws, Params
 
 LATE_ACK = "late-ack-redelivery"
 DUPLICATE = "duplicate-delivery"
@@ -33,37 +32,30 @@ UNAVAILABLE = "streaming-pull-unavailable"
 UNAVAILABLE_MESSAGE = "The service was unable to fulfill your request. Please try again."
 
 
-class PubSubFaults:
+class PubSubFaults(FaultDraws):
     """Draw the Pub/Sub faults a plan turned on."""
 
     def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
-        plan = plan or {}
-        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
-        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
-        lifetime = float(plan.get(UNAVAILABLE, {}).get("after_seconds", 0.0))
+        super().__init__(plan, seed)
+        lifetime = float(self.plan.get(UNAVAILABLE, {}).get("after_seconds", 0.0))
         self.stream_lifetime: float | None = lifetime or None
-        self.names = tuple(sorted(plan))
-        self.active = bool(plan)  # lets the hot paths skip every draw when none is on
-
-    def _draw(self, name: str) -> bool:
-        rate = self._rates.get(name, 0.0)
-        return rate > 0.0 and self._draws[name].random() < rate
+        self.active = bool(self.plan)  # lets the hot paths skip every draw when none is on
 
     def ack_arrives_late(self) -> bool:
         """Return True when an ack is to count as arriving after the deadline."""
-        return self._draw(LATE_ACK)
+        return self.draw(LATE_ACK)
 
     def delivered_twice(self) -> bool:
         """Return True when a delivery is to be sent again later."""
-        return self._draw(DUPLICATE)
+        return self.draw(DUPLICATE)
 
     def held_back(self) -> bool:
         """Return True when a message is to go behind later ones."""
-        return self._draw(OUT_OF_ORDER)
+        return self.draw(OUT_OF_ORDER)
 
     def stream_breaks(self) -> bool:
         """Return True when a StreamingPull is to end with UNAVAILABLE instead of responding."""
-        return self._draw(UNAVAILABLE)
+        return self.draw(UNAVAILABLE)
 
 
 NO_FAULTS = PubSubFaults()

@@ -17,16 +17,14 @@ handlers of gcp-storage-emulator's route table.
 
 from __future__ import annotations
 
-import random
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
 from gcp_storage_emulator import server as emulator_server
 from gcp_storage_emulator.handlers import objects
 
-from plowline_devstack.faults import Params
+from plowline_devstack.faults import FaultDraws
 
 SERVICE_UNAVAILABLE = "service-unavailable"
 RESPONSE_LOST = "response-lost-after-write"
@@ -35,23 +33,8 @@ MESSAGE = "We encountered an internal error. Please try again."
 Handler = Callable[..., Any]
 
 
-class StorageFaults:
-    """Draw the Cloud Storage faults a plan turned on (thread-safe: one thread per request)."""
-
-    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
-        plan = plan or {}
-        self._rates = {name: float(params.get("rate", 0.0)) for name, params in plan.items()}
-        self._draws = {name: random.Random(f"{seed}:{name}") for name in plan}
-        self._lock = threading.Lock()
-        self.names = tuple(sorted(plan))
-
-    def draw(self, name: str) -> bool:
-        """Return True when fault ``name`` strikes this request."""
-        rate = self._rates.get(name, 0.0)
-        if rate <= 0.0:
-            return False
-        with self._lock:
-            return self._draws[name].random() < rate
+class StorageFaults(FaultDraws):
+    """Draw the Cloud Storage faults a plan turned on."""
 
 
 def unavailable(response: Any) -> None:
