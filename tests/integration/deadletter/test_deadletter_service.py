@@ -1,4 +1,8 @@
-"""The dead-letter writer files every bad row from Pub/Sub into the bucket (local stack)."""
+"""The dead-letter writer files every bad row from Pub/Sub into the bucket (local stack).
+
+Each test reads a subscription of its own on ``bad-rows``: other tiers' loaders publish bad
+rows to that topic in the same session, and they must not land in this test's bucket prefix.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from plowline_cloud.clients import publisher_client, storage_client
+from plowline_cloud.clients import publisher_client, storage_client, subscriber_client
 
 BUCKET = "plowline-bad-rows"
 VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
@@ -47,14 +51,27 @@ def _lines(objects: dict[str, bytes]) -> set[bytes]:
     return {line for name, body in objects.items() for line in _messages(name, body)}
 
 
-def _start(start_service: Callable[..., Any], config: Path, prefix: str, *extra: str) -> Any:
+def _own_subscription(stack: Any) -> str:
+    """Create a subscription on ``bad-rows`` that sees only what is published from now on."""
+    name = f"bad-rows-deadletter-{uuid.uuid4().hex[:8]}"
+    subscriber = subscriber_client(stack.endpoints.pubsub_target)
+    subscriber.create_subscription(
+        name=f"projects/{stack.project}/subscriptions/{name}", topic=stack.topic_path("bad-rows")
+    )
+    subscriber.close()
+    return name
+
+
+def _start(
+    start_service: Callable[..., Any], stack: Any, config: Path, prefix: str, *extra: str
+) -> Any:
     return start_service(
         "plowline_deadletter.cli",
         "run",
         "--config",
         str(config),
         "--badRowsSub",
-        "bad-rows-deadletter",
+        _own_subscription(stack),
         "--bucket",
         f"gs://{BUCKET}/{prefix}",
         "--port",
@@ -71,7 +88,9 @@ def test_bad_rows_land_partitioned_and_complete(
 ) -> None:
     """Every message ends in exactly one object of its type's partition (unparseable apart)."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    service = _start(start_service, config_files[0], prefix, "--window", "1", "--maxRows", "3")
+    service = _start(
+        start_service, local_stack, config_files[0], prefix, "--window", "1", "--maxRows", "3"
+    )
     parsing = [_bad_row("loader_parsing_error", "2-0-0", f"p{n}") for n in range(4)]
     iglu = [_bad_row("loader_iglu_error", "2-0-0", "i0")]
     marker = uuid.uuid4()
@@ -104,7 +123,7 @@ def test_unparseable_messages_round_trip_byte_for_byte(
 ) -> None:
     """Each unparseable message, embedded newlines included, is one .bin object equal to it."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    service = _start(start_service, config_files[0], prefix, "--window", "1", "--gzip")
+    service = _start(start_service, local_stack, config_files[0], prefix, "--window", "1", "--gzip")
     garbage = [b"a\nb", b"a", b"b", b"\n\nc\r\n", bytes(range(256))]
     _publish(local_stack, garbage)
     eventually(lambda: len(_objects(local_stack, prefix)) >= len(garbage), timeout=60)
@@ -127,7 +146,9 @@ def test_sigterm_writes_buffers_and_exits_cleanly(
 ) -> None:
     """Rows buffered in a long window are written on SIGTERM, and the exit code is 0."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    service = _start(start_service, config_files[0], prefix, "--window", "3600", "--gzip")
+    service = _start(
+        start_service, local_stack, config_files[0], prefix, "--window", "3600", "--gzip"
+    )
     rows = [_bad_row("loader_runtime_error", "1-0-1", f"r{n}") for n in range(3)]
     _publish(local_stack, rows)
     eventually(lambda: "dead-letter writer started" in service.tail(), 30)
