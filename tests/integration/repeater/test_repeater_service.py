@@ -14,9 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from google.api_core.exceptions import AlreadyExists
 from google.cloud import bigquery
 from jsonschema import Draft4Validator
-from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
+from plowline_cloud.clients import (
+    bigquery_client,
+    publisher_client,
+    storage_client,
+    subscriber_client,
+)
 from plowline_devstack.provisioning import StackConfig, provision_bigquery
 
 DEAD_END = "plowline-dead-end"
@@ -60,7 +66,30 @@ def _dead_rows(stack: Any, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-def _start(start: Callable[..., Any], files: tuple[Path, Path], prefix: str, *extra: str) -> Any:
+def _subscription(stack: Any, prefix: str) -> str:
+    """The test's own subscription on ``failed-inserts`` (made once per prefix, kept on restart).
+
+    Notes:
+        Other tests' loaders publish failed inserts to the same topic in the same session; a
+        subscription of the test's own sees only what is published after it exists.
+    """
+    name = f"failed-inserts-{prefix}"
+    subscriber = subscriber_client(stack.endpoints.pubsub_target)
+    try:
+        subscriber.create_subscription(
+            name=f"projects/{stack.project}/subscriptions/{name}",
+            topic=stack.topic_path("failed-inserts"),
+        )
+    except AlreadyExists:
+        pass  # the same test starting its repeater again
+    finally:
+        subscriber.close()
+    return name
+
+
+def _start(
+    start: Callable[..., Any], stack: Any, files: tuple[Path, Path], prefix: str, *extra: str
+) -> Any:
     config, resolver = files
     return start(
         "plowline_repeater.cli",
@@ -70,7 +99,7 @@ def _start(start: Callable[..., Any], files: tuple[Path, Path], prefix: str, *ex
         "--resolver",
         str(resolver),
         "--failedInsertsSub",
-        "failed-inserts-repeater",
+        _subscription(stack, prefix),
         "--deadEndBucket",
         f"gs://{DEAD_END}/{prefix}",
         "--port",
@@ -88,7 +117,12 @@ def test_a_row_lands_soon_after_its_column_is_added(
     """Mutation lag: a row that failed for a missing column is in the table within 10 s of the column."""
     column = f"lag_{uuid.uuid4().hex[:8]}"
     service = _start(
-        start_service, config_files, f"t-{uuid.uuid4().hex[:8]}", "--backoffPeriod", "600"
+        start_service,
+        local_stack,
+        config_files,
+        f"t-{uuid.uuid4().hex[:8]}",
+        "--backoffPeriod",
+        "600",
     )
     row = _row(**{column: "here"})
     _publish(local_stack, [orjson.dumps(row)])
@@ -111,7 +145,9 @@ def test_an_event_from_2013_waits_its_backoff_from_the_failure_not_from_etl_tsta
     """A 2013 event whose column is added 5 s after its failure lands; none is dead-ended."""
     column = f"old_{uuid.uuid4().hex[:8]}"
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    service = _start(start_service, config_files, prefix, "--backoffPeriod", "20", "--window", "1")
+    service = _start(
+        start_service, local_stack, config_files, prefix, "--backoffPeriod", "20", "--window", "1"
+    )
     eventually(lambda: "repeater started" in service.tail(), 30)
     old = "2013-10-07T12:00:00+00:00"
     rows = [_row(**{column: f"v{i}", "etl_tstamp": old, "collector_tstamp": old}) for i in range(5)]
@@ -137,7 +173,9 @@ def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
 ) -> None:
     """A wrong-typed row becomes a valid loader_recovery_error once the short backoff passed."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
-    service = _start(start_service, config_files, prefix, "--backoffPeriod", "1", "--window", "1")
+    service = _start(
+        start_service, local_stack, config_files, prefix, "--backoffPeriod", "1", "--window", "1"
+    )
     row = _row(txn_id="not a number")
     _publish(local_stack, [orjson.dumps(row)])
     [dead] = eventually(lambda: _dead_rows(local_stack, prefix), timeout=60) or [None]
@@ -179,7 +217,7 @@ def test_an_unreadable_table_keeps_the_repeater_running_not_ready_until_it_recov
     document = orjson.loads(config.read_bytes())
     document["data"]["tableId"] = late
     config.write_bytes(orjson.dumps(document))
-    service = _start(start_service, (config, resolver), f"t-{uuid.uuid4().hex[:8]}")
+    service = _start(start_service, local_stack, (config, resolver), f"t-{uuid.uuid4().hex[:8]}")
     eventually(lambda: "repeater started" in service.tail(), 30)
     row = _row()
     _publish(local_stack, [orjson.dumps(row)])
@@ -207,6 +245,7 @@ def test_sigkill_with_rows_buffered_loses_none(
     rows = [_row(txn_id="nope") for _ in range(2)]
     first = _start(
         start_service,
+        local_stack,
         config_files,
         prefix,
         "--backoffPeriod",
@@ -222,7 +261,9 @@ def test_sigkill_with_rows_buffered_loses_none(
     eventually(lambda: first.tail().count("dead-ended") >= 5, 30)
     first.stop(signal.SIGKILL)
     before = _dead_rows(local_stack, prefix)
-    second = _start(start_service, config_files, prefix, "--backoffPeriod", "1", "--window", "1")
+    second = _start(
+        start_service, local_stack, config_files, prefix, "--backoffPeriod", "1", "--window", "1"
+    )
     wanted = {m.decode() for m in markers} | {orjson.dumps(r).decode() for r in rows}
     eventually(
         lambda: wanted <= {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)},
