@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,15 +14,10 @@ from google.pubsub_v1 import PublisherClient, SubscriberClient, types
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 from plowline_devstack.pubsub import wait_until_ready
+from plowline_devstack.servers import free_port
 
 TOPIC = "projects/plowline-test/topics/durable-topic"
 SUB = "projects/plowline-test/subscriptions/durable-sub"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class _Process:
@@ -46,7 +40,7 @@ class _Process:
 @pytest.fixture
 def emulator(tmp_path: Path) -> tuple[int, Path]:
     """A free port and a data directory; the test starts and stops the process."""
-    return _free_port(), tmp_path
+    return free_port(), tmp_path
 
 
 def _clients(endpoint: str) -> tuple[PublisherClient, SubscriberClient]:

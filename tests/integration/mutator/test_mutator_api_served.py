@@ -24,6 +24,7 @@ import pytest
 from plowline_cloud.clients import bigquery_client
 from plowline_cloud.events_table import create_events_table
 from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_devstack.servers import free_port
 from plowline_devstack.stack import LocalStack
 
 TOKEN = "served-token"
@@ -43,12 +44,6 @@ class Served:
     def url(self) -> str:
         """The server's base URL."""
         return f"http://127.0.0.1:{self.port}"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _healthy(port: int) -> bool:
@@ -83,7 +78,7 @@ def served(
     """``plowline-mutator serve --no-listen`` with a token and the default body limit."""
     folder = tmp_path_factory.mktemp("served-mutator")
     config, resolver = _files(local_stack, folder, iglu_central_dir)
-    port = _free_port()
+    port = free_port()
     command = [
         str(Path(sys.executable).parent / "plowline-mutator"), "serve", "--no-listen",
         "--config", str(config), "--resolver", str(resolver), "--port", str(port),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from plowline_devstack.servers import free_port
 from plowline_devstack.stack import LocalStack
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _healthy(port: int) -> bool:
@@ -40,7 +34,7 @@ def test_serve_exits_zero_after_sigterm(local_stack: LocalStack, tmp_path: Path)
     config["data"]["projectId"] = local_stack.project
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(config))
-    port = _free_port()
+    port = free_port()
     command = [
         str(Path(sys.executable).parent / "plowline-mutator"), "serve",
         "--config", str(config_file), "--resolver", str(EXAMPLES / "resolver.json"),
