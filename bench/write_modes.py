@@ -47,7 +47,8 @@ from plowline_cloud.clients import (
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.row_sink import BigQueryRowSink, encoded_size
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
-from plowline_cloud.write_api import WriteApiRowSink, write_client
+from plowline_cloud.write_api import write_client
+from plowline_cloud.write_api_committed import WriteApiRowSink
 from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.config import BigQueryConfig
 from plowline_core.event.fields import ATOMIC_COLUMNS

@@ -11,7 +11,8 @@ from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from google.cloud.bigquery_storage_v1 import BigQueryWriteClient
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
-from plowline_cloud.write_api import WriteApiRowSink, write_client
+from plowline_cloud.write_api import write_client
+from plowline_cloud.write_api_committed import WriteApiRowSink
 from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.ports import InsertReason, Row
 from plowline_core.testing.clock import FixedClock

@@ -4,7 +4,7 @@
     ──────────────────────────────  ───────────────────  ─────────────────────────────
     STREAMING_INSERTS               BigQueryRowSink      at least once (insertAll)
     FILE_LOADS                      FileLoadSink         at least once (load jobs)
-    STORAGE_WRITE_API, default      WriteApiRowSink      at least once (_default stream)
+    STORAGE_WRITE_API, default      WriteApiRowSink      at least once (a COMMITTED stream)
     STORAGE_WRITE_API, exactly-once ExactlyOnceSink      exactly once per event id
 
 Notes:
@@ -29,7 +29,7 @@ from plowline_core.ports import Row, RowSink, TableSchemaStore
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import table_reference
-from plowline_cloud.write_api import WriteApiRowSink
+from plowline_cloud.write_api_committed import WriteApiRowSink
 from plowline_cloud.write_api_pending import ExactlyOnceSink, Prepared, ensure_ledger
 
 

@@ -1,8 +1,8 @@
 """Append rows with the BigQuery Storage Write API (``load.mode: STORAGE_WRITE_API``).
 
 ``StreamWriter`` appends protobuf rows, built from the table schema, to one write stream
-over one AppendRows connection per call; ``WriteApiRowSink`` uses the table's
-``_default`` stream (committed at once, at-least-once like insertAll).
+over one AppendRows connection per call. Its users: ``WriteApiRowSink`` (a COMMITTED
+stream with offsets, ``write_api_committed``) and ``ExactlyOnceSink`` (PENDING streams).
 
 Notes:
     The table is never the only judge (as ``BigQueryRowSink``): a row naming a field the
@@ -14,17 +14,19 @@ Notes:
     (the caller does not ack, Pub/Sub redelivers). ``row_errors`` become ``INVALID``
     failures and the request's other rows are sent again (BigQuery rejects the whole
     request when one row is bad). Requests stay under 10 MB (the API's limit).
-    An append whose response never came (the connection broke, the call timed out) may
-    have been applied: without offsets, sending it again on the same stream can append
-    it twice. ``write`` does so only with ``resend_unanswered=True`` (the ``_default``
-    stream, at least once anyway); exactly-once passes False and gets
-    ``UnansweredAppend``, abandons the stream and writes the rows again on a fresh one.
+    An append whose response never came (the connection broke) may have been applied.
+    With offsets (a ``StreamCursor``) it is sent again at the same offset and lands once
+    (``write_api_offsets``). Without, a re-send can append it twice: ``write`` re-sends
+    only with ``resend_unanswered=True``; exactly-once passes False, gets
+    ``UnansweredAppend`` and writes the rows again on a fresh PENDING stream.
+    The client's own retry is off: it would re-send a half-consumed request iterator.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +44,11 @@ from plowline_core.schema.field import Field
 from plowline_core.schema.widening import missing_fields
 
 from plowline_cloud.errors import is_transient, map_google_error
+from plowline_cloud.write_api_offsets import (
+    NotApplied,
+    StreamCursor,
+    settle_by_offset,
+)
 from plowline_cloud.write_api_proto import RowEncoder
 
 MAX_REQUEST_BYTES = 9 * 1024 * 1024  # the API's limit is 10 MB; the descriptor and framing fit in 1
@@ -129,6 +136,7 @@ class StreamWriter:
         self._timeout = timeout
         self._sleep = sleep
         self._encoder: RowEncoder | None = None
+        self._cursor: StreamCursor | None = None
         self.bytes_sent = 0
 
     def encoder(self, fields: tuple[Field, ...]) -> RowEncoder:
@@ -139,16 +147,27 @@ class StreamWriter:
         return cached
 
     def write(
-        self, stream: str, rows: Sequence[Row], *, resend_unanswered: bool = True
+        self,
+        stream: str,
+        rows: Sequence[Row],
+        *,
+        resend_unanswered: bool = True,
+        cursor: StreamCursor | None = None,
     ) -> list[InsertFailure]:
         """Append the rows that fit the table to ``stream``; return the rejected ones.
 
+        With a ``cursor`` (a COMMITTED stream only this writer appends to) every request
+        carries its offset: one whose response was lost is sent again at the same offset,
+        and lands once (``write_api_offsets``); the cursor moves past the rows appended.
+
         Raises:
-            UnansweredAppend: with ``resend_unanswered=False``, an append got no response
-                (the stream may hold its rows: do not commit it).
+            UnansweredAppend: without a cursor and with ``resend_unanswered=False``, an
+                append got no response (the stream may hold its rows: do not commit it).
+            StreamLost: with a cursor, the stream cannot take these appends any more.
             TransientError: appends kept failing (backend down, schema never settled).
             PermanentError: the stream or table is unusable (not found, permission).
         """
+        self._cursor = cursor
         pending, failures = check_fields(self._schema, rows)
         for attempt in range(self._attempts):
             if not pending:
@@ -156,7 +175,7 @@ class StreamWriter:
             encoder = self.encoder(self._schema.fields())
             encoded = self._encode(encoder, pending, failures)
             try:
-                failures.extend(self._append(stream, encoder, encoded))
+                failures.extend(self._settle_all(stream, encoder, self._requests(encoded)))
                 return failures
             except _Unsent as unsent:
                 if unsent.unanswered and not resend_unanswered:
@@ -205,20 +224,21 @@ class StreamWriter:
             batches.append(batch)
         return batches
 
-    def _append(
-        self, stream: str, encoder: RowEncoder, encoded: Sequence[_Encoded]
-    ) -> list[InsertFailure]:
-        """Send every request on one AppendRows connection; settle each response."""
-        return self._settle_all(stream, encoder, self._requests(encoded))
-
     def _settle_all(
         self, stream: str, encoder: RowEncoder, batches: list[list[_Encoded]]
     ) -> list[InsertFailure]:
+        """Send every request on one AppendRows connection; settle each response."""
         failures: list[InsertFailure] = []
         again: list[list[_Encoded]] = []
         unsent: list[Row] = []
         cause: Exception | None = None
-        outcomes, answered = self._exchange(stream, encoder, batches)
+        cursor = self._cursor
+        if cursor is None:
+            outcomes, answered = self._exchange(stream, encoder, batches)
+        else:
+            exchange = functools.partial(self._exchange, stream, encoder)
+            outcomes = settle_by_offset(cursor, batches, exchange, self._resend_pauses())
+            answered = len(batches)
         for batch, outcome in zip(batches, outcomes, strict=True):
             if outcome is None:
                 continue
@@ -237,20 +257,33 @@ class StreamWriter:
             failures.extend(self._settle_all(stream, encoder, again))
         return failures
 
+    def _resend_pauses(self) -> Iterator[None]:
+        """Pause before each resend of unanswered appends, ``attempts`` times in all."""
+        for attempt in range(self._attempts):
+            self._sleep(min(0.2 * 2**attempt, 5.0))
+            yield None
+
     def _exchange(
-        self, stream: str, encoder: RowEncoder, batches: list[list[_Encoded]]
+        self,
+        stream: str,
+        encoder: RowEncoder,
+        batches: Sequence[Sequence[_Encoded]],
+        offsets: Sequence[int] | None = None,
     ) -> tuple[list[Exception | None], int]:
         """Return, per request, None when appended or the error that refused it; and how
         many requests were answered (the rest got no response: their fate is unknown)."""
+        at: Sequence[int | None] = offsets or [None] * len(batches)
         requests = (
-            self._request(stream, encoder, batch, first=index == 0)
+            self._request(stream, encoder, batch, first=index == 0, offset=at[index])
             for index, batch in enumerate(batches)
         )
         outcomes: list[Exception | None] = []
         ended: Exception | None = None
         try:
+            # No retry: the default one calls again with the half-consumed request iterator
+            # (the rest goes out on a connection whose first request names no stream).
             responses = self._client.append_rows(
-                requests, timeout=self._timeout, metadata=_routing(stream)
+                requests, retry=None, timeout=self._timeout, metadata=_routing(stream)
             )
             for response in responses:
                 outcomes.append(_response_error(response))
@@ -261,17 +294,26 @@ class StreamWriter:
         return outcomes + [ended or TransientError("connection closed early")] * missing, answered
 
     def _request(
-        self, stream: str, encoder: RowEncoder, batch: Sequence[_Encoded], *, first: bool
+        self,
+        stream: str,
+        encoder: RowEncoder,
+        batch: Sequence[_Encoded],
+        *,
+        first: bool,
+        offset: int | None,
     ) -> types.AppendRowsRequest:
         payloads = [item.payload for item in batch]
         self.bytes_sent += sum(len(p) + _ROW_FRAMING for p in payloads)
         data = types.AppendRowsRequest.ProtoData(rows=types.ProtoRows(serialized_rows=payloads))
-        if not first:
+        fields: dict[str, Any] = {"proto_rows": data}
+        if offset is not None:
+            fields["offset"] = offset
+        if first:
             # Like the official writer: only a connection's first request names the stream.
-            return types.AppendRowsRequest(proto_rows=data)
-        data.writer_schema = types.ProtoSchema(proto_descriptor=encoder.descriptor)
-        self.bytes_sent += encoder.descriptor.ByteSize()
-        return types.AppendRowsRequest(write_stream=stream, proto_rows=data)
+            data.writer_schema = types.ProtoSchema(proto_descriptor=encoder.descriptor)
+            self.bytes_sent += encoder.descriptor.ByteSize()
+            fields["write_stream"] = stream
+        return types.AppendRowsRequest(**fields)
 
 
 def _routing(stream: str) -> tuple[tuple[str, str], ...]:
@@ -326,6 +368,8 @@ class _Split:
 
 def _classify(exc: Exception, batch: Sequence[_Encoded]) -> _Split | Exception:
     """Return the rows' fate for row errors, else the error that left the batch unsent."""
+    if isinstance(exc, NotApplied):
+        return _Split([], [list(batch)])  # behind a refused request: send again, new offset
     response = getattr(exc, "response", None)
     row_errors = list(getattr(response, "row_errors", None) or ())
     if row_errors:
@@ -350,31 +394,3 @@ def _classify(exc: Exception, batch: Sequence[_Encoded]) -> _Split | Exception:
     if is_transient(exc) or not isinstance(exc, gexc.GoogleAPICallError):
         return TransientError(str(exc))
     raise map_google_error(exc, "append rows") from exc
-
-
-class WriteApiRowSink:
-    """Append rows to a table's ``_default`` stream (satisfies ``RowSink``).
-
-    Notes:
-        At least once, like insertAll: the default stream commits each append at once
-        and does not deduplicate; a redelivered message is appended again.
-    """
-
-    def __init__(
-        self,
-        client: BigQueryWriteClient,
-        table: bigquery.TableReference,
-        schema_store: TableSchemaStore,
-        **options: Any,
-    ) -> None:
-        self._stream = f"{table_path(table)}/streams/_default"
-        self._writer = StreamWriter(client, schema_store, **options)
-
-    @property
-    def bytes_sent(self) -> int:
-        """Serialized row bytes sent so far (for benchmarks)."""
-        return self._writer.bytes_sent
-
-    def insert(self, rows: Sequence[Row]) -> list[InsertFailure]:
-        """Append rows; return the rejected ones (raise TransientError when BigQuery is failing)."""
-        return self._writer.write(self._stream, rows)
