@@ -136,6 +136,27 @@ def test_default_stream_continues_after_the_table_is_widened(
     assert (failures, [r["added"] for r in _select(bq, table, "added")]) == ([], [None, "yes"])
 
 
+def test_default_mode_reuses_one_stream_for_every_insert(
+    bq: bigquery.Client, writes: BigQueryWriteClient, table: bigquery.TableReference
+) -> None:
+    """Ten inserts open one COMMITTED stream (CreateWriteStream is a quota), not ten."""
+    sink = WriteApiRowSink(writes, table, _store(bq, table))
+    for n in range(10):
+        sink.insert([_row(n)])
+    assert (sink.streams_created, _counts(bq, table)) == (1, (10, 10))
+
+
+def test_default_mode_moves_to_a_new_stream_when_its_stream_was_finalized(
+    bq: bigquery.Client, writes: BigQueryWriteClient, table: bigquery.TableReference
+) -> None:
+    """Its stream finalized behind its back: the next rows go to a new stream, each once."""
+    sink = WriteApiRowSink(writes, table, _store(bq, table))
+    sink.insert([_row(1), _row(2)])
+    writes.finalize_write_stream(name=sink.stream)
+    failures = sink.insert([_row(3), _row(4)])
+    assert (failures, sink.streams_created, _counts(bq, table)) == ([], 2, (4, 4))
+
+
 @pytest.fixture
 def ledger(bq: bigquery.Client, table_id: str) -> Iterator[str]:
     """A fresh ledger table for the exactly-once sink."""

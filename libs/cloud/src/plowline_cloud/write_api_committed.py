@@ -56,6 +56,11 @@ class WriteApiRowSink:
         self.streams_created = 0
 
     @property
+    def stream(self) -> str | None:
+        """The COMMITTED stream the next insert appends to (None before the first)."""
+        return None if self._cursor is None else self._cursor.stream
+
+    @property
     def bytes_sent(self) -> int:
         """Serialized row bytes sent so far (for benchmarks)."""
         return self._writer.bytes_sent

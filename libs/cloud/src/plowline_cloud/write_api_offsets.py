@@ -159,6 +159,16 @@ def _advance(
         cursor.next_offset = offsets[-1] + len(batches[-1])
     if first == len(outcomes):
         return settled
+    for index in range(first + 1, len(outcomes)):
+        outcome = outcomes[index]
+        if outcome is None or isinstance(outcome, gexc.AlreadyExists):
+            # Only when the cursor is wrong: rows of this call landed behind a refusal.
+            raise StreamLost(
+                f"{cursor.stream}: offset {offsets[index]} appended behind a refused append",
+                doubtful=True,
+            )
+        if isinstance(outcome, gexc.OutOfRange):
+            settled[index] = NotApplied(str(outcome))
     refusal = outcomes[first]
     if isinstance(refusal, gexc.AlreadyExists | gexc.OutOfRange) or (
         isinstance(refusal, _GONE) and not _about_schema(refusal)
@@ -168,15 +178,6 @@ def _advance(
             "the stream's end is not where this writer left it",
             doubtful=False,
         )
-    for index in range(first + 1, len(outcomes)):
-        outcome = outcomes[index]
-        if outcome is None or isinstance(outcome, gexc.AlreadyExists):
-            raise StreamLost(
-                f"{cursor.stream}: offset {offsets[index]} appended behind a refused append",
-                doubtful=True,
-            )
-        if isinstance(outcome, gexc.OutOfRange):
-            settled[index] = NotApplied(str(outcome))
     return settled
 
 
