@@ -40,7 +40,7 @@ class LoadKind(StrEnum):
 class WriteStreamKind(StrEnum):
     """Which Storage Write API stream ``STORAGE_WRITE_API`` appends to."""
 
-    DEFAULT = "default"  # the table's _default stream: at least once
+    DEFAULT = "default"  # a COMMITTED stream with offsets: at least once across deliveries
     EXACTLY_ONCE = "exactly-once"  # PENDING streams committed behind a ledger
 
 
