@@ -54,7 +54,7 @@ _streaming_config = base._config
 
 
 def _write_api_config(stack: LocalStack, root: Path, subscription: str) -> WorkerConfig:
-    """bench/loader.py's config, loading through the Write API's _default stream."""
+    """bench/loader.py's config, loading through the Write API (``load.stream: default``)."""
     config = _streaming_config(stack, root, subscription)
     load = LoadMode(LoadKind.STORAGE_WRITE_API, stream=WriteStreamKind.DEFAULT)
     bigquery = dataclasses.replace(config.bigquery, load=load)
@@ -125,7 +125,7 @@ def main() -> None:
         "--mode",
         choices=MODES,
         default=MODES[0],
-        help="how the loader writes: insertAll, or the Write API's _default stream "
+        help="how the loader writes: insertAll, or the Write API (load.stream default) "
         "(default: %(default)s)",
     )
     parser.add_argument(

@@ -213,3 +213,56 @@ def test_a_duplicate_unparseable_delivery_is_acked_without_a_second_object(
     writer.close()
     expected = (["unparseable/2026/11/22/04/20261122T045958Z-42.bin"], "ack", "ack")
     assert expected == (list(store.objects), first.settled, again.settled)
+
+
+def test_a_copy_of_a_buffered_bad_row_is_written_once_and_acked_with_it(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A second delivery while the first is buffered: one line, acked only when written."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    first, copy = FakeMessage(ROW % 1, message_id="7"), FakeMessage(ROW % 1, message_id="7")
+    writer.receive(first)
+    writer.receive(copy)
+    waiting = copy.settled
+    writer.close()
+    lines = [line for body in store.objects.values() for line in body.splitlines()]
+    assert (waiting, lines, first.settled, copy.settled) == (None, [ROW % 1], "ack", "ack")
+
+
+def test_a_copy_of_a_written_bad_row_is_acked_without_a_second_line(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A delivery after the object was written (a late ack's redelivery): acked, nothing added."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics, max_rows=1)
+    first, late = FakeMessage(ROW % 1, message_id="8"), FakeMessage(ROW % 1, message_id="8")
+    writer.receive(first)
+    writer.receive(late)
+    writer.close()
+    assert (len(store.objects), first.settled, late.settled) == (1, "ack", "ack")
+
+
+def test_a_failed_write_nacks_the_copies_held_with_its_rows(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """The bucket refuses: the row and its copy are nacked; the next delivery is buffered anew."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    first, copy = FakeMessage(ROW % 1, message_id="9"), FakeMessage(ROW % 1, message_id="9")
+    writer.receive(first)
+    writer.receive(copy)
+    store.fail_with = TransientError("bucket down")
+    writer.tick()
+    clock.advance(60)
+    writer.tick()
+    store.fail_with = None
+    again = FakeMessage(ROW % 1, message_id="9")
+    writer.receive(again)
+    writer.close()
+    assert (first.settled, copy.settled, again.settled, len(store.objects)) == (
+        "nack",
+        "nack",
+        "ack",
+        1,
+    )

@@ -5,9 +5,14 @@ An unparseable message is buffered like the others but written as an object of i
 publish time and id) and written create-only: a duplicate delivery finds the object
 already there (``ObjectExists``) and is acked, never written as a second object.
 
+A message delivered again (Pub/Sub's at-least-once: a duplicate delivery, an ack that
+arrived late) is never written twice by one writer: a copy of a buffered message waits
+beside it and is settled with it, a copy of a message written lately is acked at once
+(``deliveries``).
+
 Notes:
     At least once: a message is acked only after the object holding it was written; when
-    the write fails its messages are nacked and come back. After ``close`` every new
+    the write fails its messages (and their copies) are nacked and come back. After ``close`` every new
     message is nacked at once, so nothing is left buffered behind a shutdown.
     Thread-safe: Pub/Sub callbacks call ``receive`` from several threads; objects are
     written outside the lock.
@@ -25,6 +30,7 @@ from plowline_core.errors import ObjectExists, PlowlineError
 from plowline_core.ports import BlobStore, Clock, IdentifiedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
+from plowline_deadletter.deliveries import Deliveries, Seen
 from plowline_deadletter.layout import (
     UNPARSEABLE,
     UNPARSEABLE_CONTENT_TYPE,
@@ -60,6 +66,7 @@ class DeadLetterWriter:
         self._metrics = metrics
         self._new_id = new_id
         self._batcher: Batcher[IdentifiedMessage] = Batcher(options.window, options.max_rows)
+        self._deliveries: Deliveries[IdentifiedMessage] = Deliveries()
         self._lock = threading.Lock()
         self._closing = False
 
@@ -78,8 +85,16 @@ class DeadLetterWriter:
             if self._closing:
                 message.nack()
                 return
-            ready = self._batcher.add(partition, message, self._clock.now())
-            self._metrics.buffered.set(self._batcher.pending)
+            seen = self._deliveries.admit(message)
+            ready = []
+            if seen is Seen.NEW:
+                ready = self._batcher.add(partition, message, self._clock.now())
+                self._metrics.buffered.set(self._batcher.pending)
+        if seen is not Seen.NEW:
+            self._metrics.duplicates.inc()
+            _log.info("duplicate delivery", message_id=message.message_id, seen=seen.value)
+        if seen is Seen.WRITTEN:
+            message.ack()
         self._write(ready)
 
     def tick(self) -> None:
@@ -115,14 +130,22 @@ class DeadLetterWriter:
             # Redelivery is the retry: the rows come back and are buffered again.
             _log.error("object not written", object=name, rows=len(batch.items), error=str(error))
             self._metrics.write_failures.inc()
-            for message in batch.items:
+            for message in self._settle(batch.items, written=False):
                 message.nack()
             return
-        for message in batch.items:
+        for message in self._settle(batch.items, written=True):
             message.ack()
         self._metrics.objects_written.labels(batch.key).inc()
         self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
+
+    def _settle(
+        self, messages: Sequence[IdentifiedMessage], *, written: bool
+    ) -> list[IdentifiedMessage]:
+        """Return ``messages`` and the copies delivered meanwhile, all to settle alike."""
+        with self._lock:
+            copies = [c for m in messages for c in self._deliveries.settle(m, written=written)]
+        return [*messages, *copies]
 
     def _write_unparseable(self, message: IdentifiedMessage) -> None:
         """Write one unparseable message as an object of its own, its bytes as they came."""
@@ -133,14 +156,17 @@ class DeadLetterWriter:
             # An earlier delivery of this message wrote it (same publish time and id).
             _log.info("duplicate delivery already written", object=name)
             self._metrics.duplicates.inc()
-            message.ack()
+            for delivery in self._settle([message], written=True):
+                delivery.ack()
             return
         except PlowlineError as error:
             _log.error("object not written", object=name, rows=1, error=str(error))
             self._metrics.write_failures.inc()
-            message.nack()
+            for delivery in self._settle([message], written=False):
+                delivery.nack()
             return
-        message.ack()
+        for delivery in self._settle([message], written=True):
+            delivery.ack()
         self._metrics.objects_written.labels(UNPARSEABLE).inc()
         self._metrics.rows_written.labels(UNPARSEABLE).inc()
         _log.info("object written", object=name, rows=1)

@@ -1,0 +1,117 @@
+"""Pub/Sub delivers bad rows twice: each is still one line in the bucket (faulty Pub/Sub stand-in).
+
+A Pub/Sub emulator of its own runs with ``duplicate-delivery`` (a copy on a later pull, often
+while the first is still buffered) and ``late-ack-redelivery`` (the ack answered OK, the
+message back after its object was written), read through the official streaming-pull
+client by the dead-letter writer, which files into the local stack's Cloud Storage.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from plowline_cloud.clients import publisher_client, storage_client, subscriber_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.metrics import MetricsRegistry
+from plowline_cloud.pubsub import Delivery, PubSubSubscriber
+from plowline_cloud.storage import GcsBlobStore
+from plowline_core.config import DeadLetterOptions
+from plowline_deadletter.metrics import DeadLetterMetrics
+from plowline_deadletter.writer import DeadLetterWriter
+from plowline_devstack.faults import parse_faults
+from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from plowline_devstack.pubsub.faults import PubSubFaults
+
+BUCKET = "plowline-bad-rows"
+PROJECT = "plowline-deadletter-faults"
+VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
+ROWS = 60
+
+
+class FaultyPubSub:
+    """A Pub/Sub emulator with a fault plan, a topic and a subscription on it."""
+
+    def __init__(self, faults: dict[str, Any]) -> None:
+        plan = parse_faults({"seed": 5, "pubsub": faults})
+        self.emulator = PubSubEmulator(
+            "127.0.0.1", 0, faults=PubSubFaults(plan.for_server("pubsub"), plan.seed)
+        )
+        port = self.emulator.start()
+        wait_until_ready("127.0.0.1", port, timeout=10)
+        self.endpoint = f"127.0.0.1:{port}"
+        self.publisher = publisher_client(self.endpoint)
+        self.subscriber = subscriber_client(self.endpoint)
+        self.topic = self.publisher.topic_path(PROJECT, "bad-rows")
+        self.subscription = self.subscriber.subscription_path(PROJECT, "bad-rows-deadletter")
+        self.publisher.create_topic(name=self.topic)
+        self.subscriber.create_subscription(
+            name=self.subscription, topic=self.topic, ack_deadline_seconds=10
+        )
+
+    def close(self) -> None:
+        """Close the clients and stop the emulator."""
+        self.subscriber.close()
+        self.emulator.stop()
+
+
+@pytest.fixture
+def pubsub() -> Iterator[FaultyPubSub]:
+    """Pub/Sub delivering a third of the messages twice and redelivering a fifth after ack."""
+    faulty = FaultyPubSub(
+        {"duplicate-delivery": {"rate": 0.3}, "late-ack-redelivery": {"rate": 0.2}}
+    )
+    yield faulty
+    faulty.close()
+
+
+def _bad_row(n: int) -> bytes:
+    schema = f"{VENDOR}/loader_parsing_error/jsonschema/2-0-0"
+    return orjson.dumps({"schema": schema, "data": {"n": n}})
+
+
+def _lines(client: Any, prefix: str) -> list[bytes]:
+    blobs = client.list_blobs(BUCKET, prefix=prefix + "/")
+    return [line for blob in blobs for line in blob.download_as_bytes().splitlines()]
+
+
+def test_bad_rows_delivered_twice_are_written_once(pubsub: FaultyPubSub, local_stack: Any) -> None:
+    """60 bad rows, copies delivered while buffered and after written: 60 lines, none twice."""
+    storage = storage_client(local_stack.project, local_stack.endpoints.storage_url)
+    prefix = f"duplicates-{uuid.uuid4().hex[:8]}"
+    metrics = DeadLetterMetrics.create(MetricsRegistry(f"deadletter-{prefix}"))
+    writer = DeadLetterWriter(
+        GcsBlobStore(storage, BUCKET, prefix),
+        SystemClock(),
+        DeadLetterOptions(window=1, max_rows=25),
+        metrics,
+    )
+    deliveries: list[str] = []
+
+    def receive(delivery: Delivery) -> None:
+        deliveries.append(delivery.message_id)
+        writer.receive(delivery)
+
+    subscriber = PubSubSubscriber(pubsub.subscriber, pubsub.subscription)
+    subscriber.start(receive)
+    rows = [_bad_row(n) for n in range(ROWS)]
+    for future in [pubsub.publisher.publish(pubsub.topic, row) for row in rows]:
+        future.result(timeout=30)
+    deadline = time.monotonic() + 60
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < 4:
+        seen = len(deliveries)
+        time.sleep(0.2)
+        writer.tick()
+        if len(deliveries) != seen or writer.pending:
+            quiet_since = time.monotonic()
+    writer.close()
+    subscriber.stop(timeout=30)
+
+    lines = _lines(storage, prefix)
+    redelivered = len(deliveries) - len(set(deliveries))
+    assert (sorted(lines), redelivered > 0) == (sorted(rows), True)
