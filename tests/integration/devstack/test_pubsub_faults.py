@@ -140,6 +140,42 @@ def test_a_duplicate_delivery_comes_under_its_own_ack_id_after_the_first_was_ack
     assert expected == actual
 
 
+def test_a_refused_nack_is_not_done(clients: Any) -> None:
+    """acknowledge-unavailable: ModifyAckDeadline(0) answers UNAVAILABLE; no redelivery at once."""
+    c = clients({"acknowledge-unavailable": {"rate": 1.0}})
+    c.publish(b"kept leased")
+    first = c.pull()
+    with pytest.raises(exceptions.ServiceUnavailable, match="unable to fulfill your request"):
+        c.subscriber.modify_ack_deadline(
+            subscription=c.subscription,
+            ack_ids=[first[0].ack_id],
+            ack_deadline_seconds=0,
+            retry=None,
+        )
+    expected: list[Any] = []
+    assert expected == c.pull()
+
+
+def test_a_refused_ack_leaves_the_message_to_come_back_after_its_deadline(clients: Any) -> None:
+    """acknowledge-unavailable: Acknowledge answers UNAVAILABLE; 10 s later the message is back."""
+    c = clients({"acknowledge-unavailable": {"rate": 1.0}})
+    c.subscriber.create_subscription(
+        name=f"{c.subscription}-10s", topic=c.topic, ack_deadline_seconds=10
+    )
+    [message_id] = c.publish(b"ack lost")
+    first = c.subscriber.pull(subscription=f"{c.subscription}-10s", max_messages=1, timeout=10)
+    with pytest.raises(exceptions.ServiceUnavailable):
+        c.subscriber.acknowledge(
+            subscription=f"{c.subscription}-10s",
+            ack_ids=[first.received_messages[0].ack_id],
+            retry=None,
+        )
+    time.sleep(10.5)
+    again = c.subscriber.pull(subscription=f"{c.subscription}-10s", max_messages=1, timeout=10)
+    expected = [message_id]
+    assert expected == [r.message.message_id for r in again.received_messages]
+
+
 def test_out_of_order_delivery_hands_later_messages_out_first(clients: Any) -> None:
     """out-of-order-delivery: every message arrives once, but not in the order published."""
     c = clients({"out-of-order-delivery": {"rate": 0.3}}, seed=5)

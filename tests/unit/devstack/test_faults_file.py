@@ -151,3 +151,22 @@ def test_the_sample_one_percent_plan_fails_one_percent_of_bigquery_rest_calls() 
         bool(plan.for_server("pubsub")),
     )
     assert expected == actual
+
+
+def test_an_acknowledge_outage_refuses_every_call_for_its_seconds() -> None:
+    """acknowledge-unavailable with seconds: after one refusal, every call fails that long."""
+    now = [0.0]
+    plan = parse_faults(
+        {"seed": 3, "pubsub": {"acknowledge-unavailable": {"rate": 0.05, "seconds": 10}}}
+    )
+    faults = PubSubFaults(plan.for_server("pubsub"), plan.seed, clock=lambda: now[0])
+    calls = 0
+    while not faults.ack_call_refused():  # the first refusal starts the outage
+        calls += 1
+    during = []
+    for _ in range(40):
+        now[0] += 0.2
+        during.append(faults.ack_call_refused())
+    now[0] += 10
+    after = [faults.ack_call_refused() for _ in range(40)]
+    assert (all(during), sum(after) < 40) == (True, True), calls

@@ -26,6 +26,10 @@ each with its parameters; a parameter left out takes its default::
     rate = 0.001                              # share of responses replaced by the error
     after_seconds = 30                        # and/or close every stream this long after it opened (0 = never)
 
+    [pubsub.acknowledge-unavailable]          # Acknowledge/ModifyAckDeadline answers UNAVAILABLE
+    rate = 0.01                               # share of those calls refused, nothing applied
+    seconds = 0                               # after one, every such call fails this long (an outage)
+
     [bigquery.backend-error]                  # 500/503 backendError on REST calls
     rate = 0.01
 
@@ -128,6 +132,24 @@ CATALOGUE: tuple[FaultSpec, ...] = (
             "rate": _rate("responses replaced by UNAVAILABLE"),
             "after_seconds": Param(
                 0.0, 0.0, 86400.0, "seconds after which every stream ends, 0 = never"
+            ),
+        },
+    ),
+    FaultSpec(
+        "pubsub",
+        "acknowledge-unavailable",
+        "an Acknowledge or ModifyAckDeadline call is answered UNAVAILABLE and not applied: the "
+        "ack (or nack, or lease extension) is lost unless the client retries, and the message "
+        "is delivered again when its deadline passes; the official clients retry UNAVAILABLE "
+        "(streaming pull for 60 s, then it shuts down)",
+        {
+            "rate": _rate("Acknowledge/ModifyAckDeadline calls answered UNAVAILABLE"),
+            "seconds": Param(
+                0.0,
+                0.0,
+                3600.0,
+                "after one strikes, every such call is refused for this long (an outage), "
+                "0 = only that call",
             ),
         },
     ),

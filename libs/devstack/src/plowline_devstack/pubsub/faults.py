@@ -14,6 +14,10 @@ fault's name, so a run with the same seed and the same traffic fails the same wa
 * ``streaming-pull-unavailable``: does the stream break now? Then the messages about to be
   sent are handed back and the stream ends with UNAVAILABLE; the client reopens it.
   ``after_seconds`` breaks every stream that long after it opened.
+* ``acknowledge-unavailable``: is this unary Acknowledge or ModifyAckDeadline call refused?
+  Then it answers UNAVAILABLE and nothing is applied (the leases run on, a nack is not
+  done); with ``seconds`` every such call is refused that long after one was (an outage).
+  Acks sent on a StreamingPull's request stream are not affected.
 
 Notes:
     With no plan every answer is no and nothing is drawn: the kind emulator is unchanged.
@@ -21,7 +25,8 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from plowline_devstack.faults import FaultDraws, Params
 
@@ -29,17 +34,26 @@ LATE_ACK = "late-ack-redelivery"
 DUPLICATE = "duplicate-delivery"
 OUT_OF_ORDER = "out-of-order-delivery"
 UNAVAILABLE = "streaming-pull-unavailable"
+ACK_UNAVAILABLE = "acknowledge-unavailable"
 UNAVAILABLE_MESSAGE = "The service was unable to fulfill your request. Please try again."
 
 
 class PubSubFaults(FaultDraws):
     """Draw the Pub/Sub faults a plan turned on."""
 
-    def __init__(self, plan: Mapping[str, Params] | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        plan: Mapping[str, Params] | None = None,
+        seed: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(plan, seed)
         lifetime = float(self.plan.get(UNAVAILABLE, {}).get("after_seconds", 0.0))
         self.stream_lifetime: float | None = lifetime or None
         self.active = bool(self.plan)  # lets the hot paths skip every draw when none is on
+        self._clock = clock
+        self._outage_s = float(self.plan.get(ACK_UNAVAILABLE, {}).get("seconds", 0.0))
+        self._outage_until = float("-inf")
 
     def ack_arrives_late(self) -> bool:
         """Return True when an ack is to count as arriving after the deadline."""
@@ -52,6 +66,16 @@ class PubSubFaults(FaultDraws):
     def held_back(self) -> bool:
         """Return True when a message is to go behind later ones."""
         return self.draw(OUT_OF_ORDER)
+
+    def ack_call_refused(self) -> bool:
+        """Return True when an Acknowledge/ModifyAckDeadline call is to answer UNAVAILABLE."""
+        now = self._clock()
+        if now < self._outage_until:
+            return True
+        if not self.draw(ACK_UNAVAILABLE):
+            return False
+        self._outage_until = now + self._outage_s
+        return True
 
     def stream_breaks(self) -> bool:
         """Return True when a StreamingPull is to end with UNAVAILABLE instead of responding."""

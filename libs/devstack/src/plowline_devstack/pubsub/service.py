@@ -19,6 +19,7 @@ from google.pubsub_v1 import types
 
 from plowline_devstack.pubsub import limits, names, streaming
 from plowline_devstack.pubsub.broker import Broker
+from plowline_devstack.pubsub.faults import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub.status import StatusError
 
 _log = structlog.get_logger("plowline.pubsub")
@@ -186,14 +187,22 @@ class PubSubService:
     def acknowledge(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Acknowledge messages; unknown or expired ack ids are ignored."""
         names.subscription_name(request.subscription)
+        self._refuse_when_faulted()
         self.broker.acknowledge(request.subscription, request.ack_ids)
         return empty_pb2.Empty()
 
     def modify_ack_deadline(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Move ack deadlines; 0 seconds is a nack."""
         names.subscription_name(request.subscription)
+        self._refuse_when_faulted()
         self.broker.modify(request.subscription, request.ack_ids, request.ack_deadline_seconds)
         return empty_pb2.Empty()
+
+    def _refuse_when_faulted(self) -> None:
+        """Answer UNAVAILABLE, nothing applied, when ``acknowledge-unavailable`` strikes."""
+        faults = self.broker.faults
+        if faults.active and faults.ack_call_refused():
+            raise StatusError(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
 
     def streaming_pull(self, requests: Any, context: grpc.ServicerContext) -> Any:
         """Serve a StreamingPull call."""
