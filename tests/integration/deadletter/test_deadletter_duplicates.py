@@ -1,9 +1,11 @@
-"""Pub/Sub delivers bad rows twice: each is still one line in the bucket (faulty Pub/Sub stand-in).
+"""Pub/Sub redelivers or refuses acks: each bad row is still one line in the bucket.
 
-A Pub/Sub emulator of its own runs with ``duplicate-delivery`` (a copy on a later pull, often
-while the first is still buffered) and ``late-ack-redelivery`` (the ack answered OK, the
-message back after its object was written), read through the official streaming-pull
-client by the dead-letter writer, which files into the local stack's Cloud Storage.
+A Pub/Sub emulator of its own runs with a fault plan: ``duplicate-delivery`` (a copy on a
+later pull, often while the first is still buffered) with ``late-ack-redelivery`` (the ack
+answered OK, the message back after its object was written); or
+``acknowledge-unavailable`` (acks, nacks and lease extensions refused with UNAVAILABLE,
+one by one or in an outage). The dead-letter writer reads it through the official
+streaming-pull client and files into the local stack's Cloud Storage.
 """
 
 from __future__ import annotations
@@ -33,14 +35,25 @@ VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
 ROWS = 60
 
 
+class CountedFaults(PubSubFaults):
+    """The emulator's faults, counting the Acknowledge/ModifyAckDeadline calls refused."""
+
+    refused = 0
+
+    def ack_call_refused(self) -> bool:
+        """Draw as the emulator does; count a refusal."""
+        refused = super().ack_call_refused()
+        self.refused += refused
+        return refused
+
+
 class FaultyPubSub:
     """A Pub/Sub emulator with a fault plan, a topic and a subscription on it."""
 
     def __init__(self, faults: dict[str, Any]) -> None:
         plan = parse_faults({"seed": 5, "pubsub": faults})
-        self.emulator = PubSubEmulator(
-            "127.0.0.1", 0, faults=PubSubFaults(plan.for_server("pubsub"), plan.seed)
-        )
+        self.faults = CountedFaults(plan.for_server("pubsub"), plan.seed)
+        self.emulator = PubSubEmulator("127.0.0.1", 0, faults=self.faults)
         port = self.emulator.start()
         wait_until_ready("127.0.0.1", port, timeout=10)
         self.endpoint = f"127.0.0.1:{port}"
@@ -59,12 +72,19 @@ class FaultyPubSub:
         self.emulator.stop()
 
 
-@pytest.fixture
-def pubsub() -> Iterator[FaultyPubSub]:
-    """Pub/Sub delivering a third of the messages twice and redelivering a fifth after ack."""
-    faulty = FaultyPubSub(
-        {"duplicate-delivery": {"rate": 0.3}, "late-ack-redelivery": {"rate": 0.2}}
-    )
+@pytest.fixture(
+    params=[
+        pytest.param(
+            {"duplicate-delivery": {"rate": 0.3}, "late-ack-redelivery": {"rate": 0.2}},
+            id="duplicates-and-late-acks",
+        ),
+        pytest.param({"acknowledge-unavailable": {"rate": 0.3}}, id="acks-refused"),
+        pytest.param({"acknowledge-unavailable": {"rate": 0.05, "seconds": 3}}, id="ack-outage-3s"),
+    ]
+)
+def pubsub(request: pytest.FixtureRequest) -> Iterator[FaultyPubSub]:
+    """Pub/Sub with one of the fault plans above."""
+    faulty = FaultyPubSub(request.param)
     yield faulty
     faulty.close()
 
@@ -79,8 +99,10 @@ def _lines(client: Any, prefix: str) -> list[bytes]:
     return [line for blob in blobs for line in blob.download_as_bytes().splitlines()]
 
 
-def test_bad_rows_delivered_twice_are_written_once(pubsub: FaultyPubSub, local_stack: Any) -> None:
-    """60 bad rows, copies delivered while buffered and after written: 60 lines, none twice."""
+def test_each_bad_row_is_written_once_under_pubsub_faults(
+    pubsub: FaultyPubSub, local_stack: Any
+) -> None:
+    """60 bad rows, redelivered or their acks refused: 60 lines in the bucket, none twice."""
     storage = storage_client(local_stack.project, local_stack.endpoints.storage_url)
     prefix = f"duplicates-{uuid.uuid4().hex[:8]}"
     metrics = DeadLetterMetrics.create(MetricsRegistry(f"deadletter-{prefix}"))
@@ -113,5 +135,5 @@ def test_bad_rows_delivered_twice_are_written_once(pubsub: FaultyPubSub, local_s
     subscriber.stop(timeout=30)
 
     lines = _lines(storage, prefix)
-    redelivered = len(deliveries) - len(set(deliveries))
-    assert (sorted(lines), redelivered > 0) == (sorted(rows), True)
+    struck = len(deliveries) - len(set(deliveries)) + pubsub.faults.refused
+    assert (sorted(lines), struck > 0) == (sorted(rows), True)
