@@ -35,24 +35,12 @@ VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
 ROWS = 60
 
 
-class CountedFaults(PubSubFaults):
-    """The emulator's faults, counting the Acknowledge/ModifyAckDeadline calls refused."""
-
-    refused = 0
-
-    def ack_call_refused(self) -> bool:
-        """Draw as the emulator does; count a refusal."""
-        refused = super().ack_call_refused()
-        self.refused += refused
-        return refused
-
-
 class FaultyPubSub:
     """A Pub/Sub emulator with a fault plan, a topic and a subscription on it."""
 
     def __init__(self, faults: dict[str, Any]) -> None:
         plan = parse_faults({"seed": 5, "pubsub": faults})
-        self.faults = CountedFaults(plan.for_server("pubsub"), plan.seed)
+        self.faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
         self.emulator = PubSubEmulator("127.0.0.1", 0, faults=self.faults)
         port = self.emulator.start()
         wait_until_ready("127.0.0.1", port, timeout=10)
@@ -135,5 +123,5 @@ def test_each_bad_row_is_written_once_under_pubsub_faults(
     subscriber.stop(timeout=30)
 
     lines = _lines(storage, prefix)
-    struck = len(deliveries) - len(set(deliveries)) + pubsub.faults.refused
+    struck = len(deliveries) - len(set(deliveries)) + pubsub.faults.acks_refused
     assert (sorted(lines), struck > 0) == (sorted(rows), True)

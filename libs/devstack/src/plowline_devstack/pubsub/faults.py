@@ -54,6 +54,7 @@ class PubSubFaults(FaultDraws):
         self._clock = clock
         self._outage_s = float(self.plan.get(ACK_UNAVAILABLE, {}).get("seconds", 0.0))
         self._outage_until = float("-inf")
+        self.acks_refused = 0  # Acknowledge/ModifyAckDeadline calls refused so far
 
     def ack_arrives_late(self) -> bool:
         """Return True when an ack is to count as arriving after the deadline."""
@@ -70,11 +71,11 @@ class PubSubFaults(FaultDraws):
     def ack_call_refused(self) -> bool:
         """Return True when an Acknowledge/ModifyAckDeadline call is to answer UNAVAILABLE."""
         now = self._clock()
-        if now < self._outage_until:
-            return True
-        if not self.draw(ACK_UNAVAILABLE):
-            return False
-        self._outage_until = now + self._outage_s
+        if now >= self._outage_until:
+            if not self.draw(ACK_UNAVAILABLE):
+                return False
+            self._outage_until = now + self._outage_s
+        self.acks_refused += 1
         return True
 
     def stream_breaks(self) -> bool:
