@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -146,13 +148,32 @@ def test_default_mode_reuses_one_stream_for_every_insert(
     assert (sink.streams_created, _counts(bq, table)) == (1, (10, 10))
 
 
+def test_default_mode_gives_concurrent_inserts_a_stream_each(
+    bq: bigquery.Client, writes: BigQueryWriteClient, table: bigquery.TableReference
+) -> None:
+    """Four threads inserting at once on one sink: every row once, at most four streams."""
+    sink = WriteApiRowSink(writes, table, _store(bq, table))
+    start = threading.Barrier(4)
+
+    def insert(thread: int) -> None:
+        start.wait()
+        for batch in range(5):
+            first = thread * 100 + batch * 20
+            sink.insert([_row(n) for n in range(first, first + 20)])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(insert, range(4)))
+    assert (_counts(bq, table), 1 <= sink.streams_created <= 4) == ((400, 400), True)
+
+
 def test_default_mode_moves_to_a_new_stream_when_its_stream_was_finalized(
     bq: bigquery.Client, writes: BigQueryWriteClient, table: bigquery.TableReference
 ) -> None:
     """Its stream finalized behind its back: the next rows go to a new stream, each once."""
     sink = WriteApiRowSink(writes, table, _store(bq, table))
     sink.insert([_row(1), _row(2)])
-    writes.finalize_write_stream(name=sink.stream)
+    [stream] = sink.streams
+    writes.finalize_write_stream(name=stream)
     failures = sink.insert([_row(3), _row(4)])
     assert (failures, sink.streams_created, _counts(bq, table)) == ([], 2, (4, 4))
 

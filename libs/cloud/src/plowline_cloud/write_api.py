@@ -136,7 +136,6 @@ class StreamWriter:
         self._timeout = timeout
         self._sleep = sleep
         self._encoder: RowEncoder | None = None
-        self._cursor: StreamCursor | None = None
         self.bytes_sent = 0
 
     def encoder(self, fields: tuple[Field, ...]) -> RowEncoder:
@@ -167,7 +166,6 @@ class StreamWriter:
             TransientError: appends kept failing (backend down, schema never settled).
             PermanentError: the stream or table is unusable (not found, permission).
         """
-        self._cursor = cursor
         pending, failures = check_fields(self._schema, rows)
         for attempt in range(self._attempts):
             if not pending:
@@ -175,7 +173,8 @@ class StreamWriter:
             encoder = self.encoder(self._schema.fields())
             encoded = self._encode(encoder, pending, failures)
             try:
-                failures.extend(self._settle_all(stream, encoder, self._requests(encoded)))
+                batches = self._requests(encoded)
+                failures.extend(self._settle_all(stream, encoder, batches, cursor))
                 return failures
             except _Unsent as unsent:
                 if unsent.unanswered and not resend_unanswered:
@@ -225,14 +224,17 @@ class StreamWriter:
         return batches
 
     def _settle_all(
-        self, stream: str, encoder: RowEncoder, batches: list[list[_Encoded]]
+        self,
+        stream: str,
+        encoder: RowEncoder,
+        batches: list[list[_Encoded]],
+        cursor: StreamCursor | None,
     ) -> list[InsertFailure]:
         """Send every request on one AppendRows connection; settle each response."""
         failures: list[InsertFailure] = []
         again: list[list[_Encoded]] = []
         unsent: list[Row] = []
         cause: Exception | None = None
-        cursor = self._cursor
         if cursor is None:
             outcomes, answered = self._exchange(stream, encoder, batches)
         else:
@@ -254,7 +256,7 @@ class StreamWriter:
             cause = cause or TransientError("rows left unsent")
             raise _Unsent(unsent, cause, unanswered=answered < len(batches))
         if again:
-            failures.extend(self._settle_all(stream, encoder, again))
+            failures.extend(self._settle_all(stream, encoder, again, cursor))
         return failures
 
     def _resend_pauses(self) -> Iterator[None]:

@@ -8,12 +8,13 @@ same offset and BigQuery answers ALREADY_EXISTS instead of appending it twice. T
 send again (a duplicate, 250 of 300 rows with half the streams broken) or give up.
 
 Notes:
-    One stream per sink, created on the first insert and kept while it works: a loader's
-    Python worker builds one sink per table and reuses it for every micro-batch, so the
-    streams created stay far under BigQuery's CreateWriteStream quota (10,000 per hour
-    per project and region). A new stream replaces it only when the old one is gone
-    (not found, finalized) or its offsets disagree with the sink's. Not concurrent: one
-    insert at a time per sink (a Spark Python worker runs one task at a time).
+    Streams are created on demand and kept while they work: an insert takes a free one
+    (a COMMITTED stream takes one writer at a time) and gives it back. A loader's Python
+    worker builds one sink per table, reuses it for every micro-batch and runs one task at
+    a time, so it creates one stream, far under BigQuery's CreateWriteStream quota (10,000
+    per hour per project and region); concurrent inserts on one sink get a stream each.
+    A stream is dropped only when it is gone (not found, finalized) or its offsets
+    disagree with the sink's.
     Still at least once across deliveries: a message Pub/Sub delivers twice is appended
     twice (the Write API keeps no insertId); ``stream: exactly-once`` prevents that.
     A request unanswered after every resend leaves its rows in doubt: the stream is
@@ -23,6 +24,7 @@ Notes:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,13 +54,15 @@ class WriteApiRowSink:
         self._parent = table_path(table)
         self._fresh_streams = fresh_streams  # streams tried in one insert when one is lost
         self._writer = StreamWriter(client, schema_store, **options)
-        self._cursor: StreamCursor | None = None
+        self._free: list[StreamCursor] = []  # streams no insert is appending to
+        self._lock = threading.Lock()
         self.streams_created = 0
 
     @property
-    def stream(self) -> str | None:
-        """The COMMITTED stream the next insert appends to (None before the first)."""
-        return None if self._cursor is None else self._cursor.stream
+    def streams(self) -> list[str]:
+        """The COMMITTED streams kept for the next inserts (none before the first)."""
+        with self._lock:
+            return [cursor.stream for cursor in self._free]
 
     @property
     def bytes_sent(self) -> int:
@@ -75,21 +79,34 @@ class WriteApiRowSink:
         """
         lost: StreamLost | None = None
         for _ in range(self._fresh_streams):
-            cursor = self._cursor or self._open()
+            cursor = self._take() or self._open()
             start = cursor.next_offset
             try:
-                return self._writer.write(cursor.stream, rows, cursor=cursor)
-            except StreamLost as error:
-                self._cursor = None  # the next insert opens a new stream
+                failures = self._writer.write(cursor.stream, rows, cursor=cursor)
+            except StreamLost as error:  # dropped: never given back
                 if error.doubtful or cursor.next_offset != start:
                     raise  # some of these rows are (or may be) on the lost stream
                 lost = error  # none of them reached it: all go to a new stream
+                continue
+            except Exception:
+                self._give_back(cursor)  # its cursor still says where its end is
+                raise
+            self._give_back(cursor)
+            return failures
         raise TransientError(f"{self._fresh_streams} write streams lost in a row: {lost}")
+
+    def _take(self) -> StreamCursor | None:
+        with self._lock:
+            return self._free.pop() if self._free else None
+
+    def _give_back(self, cursor: StreamCursor) -> None:
+        with self._lock:
+            self._free.append(cursor)
 
     def _open(self) -> StreamCursor:
         stream = types.WriteStream(type_=types.WriteStream.Type.COMMITTED)
         with translated(f"create a COMMITTED stream on {self._parent}"):
             created = self._client.create_write_stream(parent=self._parent, write_stream=stream)
-        self.streams_created += 1
-        self._cursor = StreamCursor(str(created.name))
-        return self._cursor
+        with self._lock:
+            self.streams_created += 1
+        return StreamCursor(str(created.name))
