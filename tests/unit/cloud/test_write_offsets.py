@@ -24,11 +24,16 @@ class CommittedStream:
     """
 
     def __init__(
-        self, rows: Sequence[str] = (), answers: Sequence[int] = (), refuse: Sequence[str] = ()
+        self,
+        rows: Sequence[str] = (),
+        answers: Sequence[int] = (),
+        refuse: Sequence[str] = (),
+        finalized: Outcome = None,
     ) -> None:
         self.rows = list(rows)
         self.answers = list(answers)
         self.refuse = set(refuse)
+        self.finalized = finalized  # the error every append gets once finalized
         self.calls = 0
 
     def exchange(
@@ -44,6 +49,8 @@ class CommittedStream:
         return outcomes[:answered] + [lost] * (len(batches) - answered), answered
 
     def _append(self, batch: list[str], offset: int) -> Outcome:
+        if self.finalized is not None:
+            return self.finalized
         if offset < len(self.rows):
             return gexc.AlreadyExists(f"offset {offset} already exists")
         if offset > len(self.rows):
@@ -126,3 +133,36 @@ def test_requests_unanswered_after_every_pause_leave_the_stream_in_doubt() -> No
         settle_by_offset(cursor, BATCHES, stream.exchange, _pauses())
 
     assert (raised.value.doubtful, stream.calls) == (True, 4)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        pytest.param(gexc.FailedPrecondition("Stream is FINALIZED"), id="bqemulator"),
+        pytest.param(
+            gexc.InvalidArgument("Stream is finalized. Entity: projects/p/streams/s"),
+            id="bigquery",
+        ),
+        pytest.param(gexc.NotFound("Requested entity was not found."), id="not-found"),
+    ],
+)
+def test_a_finalized_stream_is_lost_with_nothing_in_doubt(refusal: Exception) -> None:
+    """Appends refused because the stream is finalized or gone: StreamLost, not doubtful."""
+    stream = CommittedStream(finalized=refusal)
+    cursor = StreamCursor("s")
+
+    with pytest.raises(StreamLost) as raised:
+        settle_by_offset(cursor, BATCHES, stream.exchange, _pauses())
+
+    assert (raised.value.doubtful, cursor.next_offset) == (False, 0)
+
+
+def test_a_schema_refusal_is_not_a_lost_stream() -> None:
+    """INVALID_ARGUMENT about the schema is the request's refusal: the stream stays."""
+    refusal = gexc.InvalidArgument("Input schema has more fields than BigQuery schema")
+    stream = CommittedStream(finalized=refusal)
+    cursor = StreamCursor("s")
+
+    outcomes = settle_by_offset(cursor, BATCHES, stream.exchange, _pauses())
+
+    assert ([type(o) for o in outcomes], cursor.next_offset) == ([gexc.InvalidArgument] * 3, 0)

@@ -40,7 +40,7 @@ Exchange = Callable[[Sequence[Batch], Sequence[int]], tuple[list[Outcome], int]]
 """Send requests at offsets on one connection: per request None (appended) or the error
 that refused it, and how many were answered (the first ``answered`` outcomes are real)."""
 
-_GONE = (gexc.NotFound, gexc.FailedPrecondition)  # stream deleted, finalized, expired
+_GONE_WORDS = ("finalized", "not found", "does not exist", "doesn't exist")
 
 
 @dataclass(slots=True)
@@ -97,7 +97,7 @@ def settle_by_offset(
     resent: set[int] = set()
     if answered < len(batches):
         ended = outcomes[answered]
-        if isinstance(ended, _GONE) and not _about_schema(ended):
+        if _gone(ended):
             _advance(cursor, batches, offsets, outcomes[:answered], set())
             raise StreamLost(f"{cursor.stream}: {ended}", doubtful=False)
         if all(outcome is None for outcome in outcomes[:answered]):
@@ -170,9 +170,7 @@ def _advance(
         if isinstance(outcome, gexc.OutOfRange):
             settled[index] = NotApplied(str(outcome))
     refusal = outcomes[first]
-    if isinstance(refusal, gexc.AlreadyExists | gexc.OutOfRange) or (
-        isinstance(refusal, _GONE) and not _about_schema(refusal)
-    ):
+    if isinstance(refusal, gexc.AlreadyExists | gexc.OutOfRange) or _gone(refusal):
         raise StreamLost(
             f"{cursor.stream}: offset {offsets[first]} refused ({refusal}); "
             "the stream's end is not where this writer left it",
@@ -185,6 +183,19 @@ def _applied(outcome: Outcome, resent: bool) -> bool:
     return outcome is None or (resent and isinstance(outcome, gexc.AlreadyExists))
 
 
-def _about_schema(error: Exception) -> bool:
+def _gone(error: Outcome) -> bool:
+    """Say whether ``error`` means the stream is deleted, finalized or expired.
+
+    Notes:
+        bqemulator answers NOT_FOUND / FAILED_PRECONDITION; BigQuery answers
+        INVALID_ARGUMENT with a StorageError (STREAM_NOT_FOUND, STREAM_FINALIZED), so its
+        words are read too. A schema refusal is never a lost stream.
+    """
+    if error is None:
+        return False
     text = str(error).lower()
-    return "schema" in text or "field" in text
+    if "schema" in text or "field" in text:
+        return False
+    if isinstance(error, gexc.NotFound | gexc.FailedPrecondition):
+        return True
+    return isinstance(error, gexc.InvalidArgument) and any(w in text for w in _GONE_WORDS)
