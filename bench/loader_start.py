@@ -18,7 +18,8 @@ and unstruct events resolved from an embedded Iglu registry), and starts
 Rounds start after one warm-up round that is not counted: it fills the OS page cache (the
 jars) and, unless ``--no-bytecode-cache``, the loader's bytecode cache (a directory of the
 bench, ``PYTHONPYCACHEPREFIX``), as the loader's image ships its bytecode compiled
-(``UV_COMPILE_BYTECODE=1``). With ``--no-bytecode-cache`` every Python process compiles
+(``UV_COMPILE_BYTECODE=1``). Unless ``--no-class-archive``, the bench first writes the
+driver JVM's class archive (``plowline-loader class-archive``) and the loader uses it. With ``--no-bytecode-cache`` every Python process compiles
 the modules it imports, as in a checkout run with ``PYTHONDONTWRITEBYTECODE=1``.
 Medians are printed.
 """
@@ -225,12 +226,26 @@ def _timeline(log: Path, started_wall: float) -> list[tuple[float, str]]:
     return sorted((at, message) for message, at in seen.items())
 
 
-def _environment(stack: LocalStack, root: Path, bytecode_cache: bool) -> dict[str, str]:
-    env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "true"}
+def _environment(root: Path, bytecode_cache: bool) -> dict[str, str]:
+    env = dict(os.environ)
     if bytecode_cache:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     return env
+
+
+def _class_archive(root: Path, args: argparse.Namespace) -> Path | None:
+    """Write the driver JVM's class archive as the loader's image does; None if not wanted."""
+    if args.no_class_archive:
+        return None
+    path = root / "classes.jsa"
+    subprocess.run(
+        [sys.executable, "-m", "plowline_loader.cli", "class-archive", str(path)],
+        env=_environment(root, not args.no_bytecode_cache),
+        check=True,
+        capture_output=True,
+    )
+    return path
 
 
 def _loader_pid(spy: int) -> int:
@@ -253,7 +268,7 @@ def _stop(process: subprocess.Popen[bytes], loader: int) -> None:
         process.wait(10)
 
 
-def _round(stack: LocalStack, root: Path, args: argparse.Namespace) -> Round:
+def _round(stack: LocalStack, root: Path, args: argparse.Namespace, archive: Path | None) -> Round:
     config, resolver, table_ref = _rig(stack, root, args.events)
     port = free_port()
     argv = [
@@ -265,7 +280,13 @@ def _round(stack: LocalStack, root: Path, args: argparse.Namespace) -> Round:
         argv += ["--trigger-interval", str(args.trigger_interval)]
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
     log = root / "loader.log"
-    env = _environment(stack, root.parent, not args.no_bytecode_cache)
+    env = {
+        **_environment(root.parent, not args.no_bytecode_cache),
+        **stack.env(),
+        "PLOWLINE_LOADER_LOG_JSON": "true",
+    }
+    if archive is not None:
+        env["PLOWLINE_LOADER_CLASS_ARCHIVE"] = str(archive)
     if args.py_spy:
         profile = root / "profile.txt"
         spy = Path(sys.executable).parent / "py-spy"
@@ -329,6 +350,11 @@ def main() -> None:
         help="let every Python process compile its imports (PYTHONDONTWRITEBYTECODE=1)",
     )
     parser.add_argument(
+        "--no-class-archive",
+        action="store_true",
+        help="start the loader's JVM without a class archive (plowline-loader class-archive)",
+    )
+    parser.add_argument(
         "--py-spy",
         action="store_true",
         help="profile the loader's Python processes (py-spy raw stacks in each round's dir)",
@@ -338,9 +364,11 @@ def main() -> None:
     stack = start_stack(root / "stack", StackConfig())
     rounds: list[Round] = []
     try:
-        _round(stack, root / "warm-up", argparse.Namespace(**{**vars(args), "idle_seconds": 0}))
+        archive = _class_archive(root, args)
+        warm_up = argparse.Namespace(**{**vars(args), "idle_seconds": 0})
+        _round(stack, root / "warm-up", warm_up, archive)
         for n in range(args.rounds):
-            rounds.append(_round(stack, root / f"round-{n}", args))
+            rounds.append(_round(stack, root / f"round-{n}", args, archive))
             r = rounds[-1]
             print(
                 f"round {n}: ready {r.ready_s:.1f} s, first row {r.first_row_s:.1f} s, "
@@ -350,7 +378,11 @@ def main() -> None:
     finally:
         stack.stop()
     cache = "off" if args.no_bytecode_cache else "on"
-    print(f"\nmedians of {args.rounds} rounds ({args.events} events, bytecode cache {cache}):")
+    classes = "off" if args.no_class_archive else "on"
+    print(
+        f"\nmedians of {args.rounds} rounds ({args.events} events, bytecode cache {cache}, "
+        f"class archive {classes}):"
+    )
     for label, values in (
         ("start → /readyz 200", [r.ready_s for r in rounds]),
         ("start → first row", [r.first_row_s for r in rounds]),
