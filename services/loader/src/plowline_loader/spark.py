@@ -17,6 +17,8 @@ Notes:
     mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.
+    Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
+    AppCDS archive (``class_archive.py``) instead of loading them.
 """
 
 from __future__ import annotations
