@@ -21,12 +21,15 @@ bench, ``PYTHONPYCACHEPREFIX``), as the loader's image ships its bytecode compil
 (``UV_COMPILE_BYTECODE=1``). Unless ``--no-class-archive``, the bench first writes the
 driver JVM's class archive (``plowline-loader class-archive``) and the loader uses it. With ``--no-bytecode-cache`` every Python process compiles
 the modules it imports, as in a checkout run with ``PYTHONDONTWRITEBYTECODE=1``.
-Medians are printed.
+Medians are printed. ``--baseline-python`` (another checkout's ``.venv/bin/python``, e.g.
+a worktree of main) starts that loader too, without a class archive, alternating rounds
+with this one: both under the same load, in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -260,7 +263,8 @@ def _loader_pid(spy: int) -> int:
 
 def _stop(process: subprocess.Popen[bytes], loader: int) -> None:
     """SIGTERM the loader as a pod's stop would; kill what is left after a minute."""
-    os.kill(loader, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):  # it exited already
+        os.kill(loader, signal.SIGTERM)
     try:
         process.wait(60)
     except subprocess.TimeoutExpired:
@@ -268,11 +272,17 @@ def _stop(process: subprocess.Popen[bytes], loader: int) -> None:
         process.wait(10)
 
 
-def _round(stack: LocalStack, root: Path, args: argparse.Namespace, archive: Path | None) -> Round:
+def _round(
+    stack: LocalStack,
+    root: Path,
+    args: argparse.Namespace,
+    archive: Path | None,
+    python: str = sys.executable,
+) -> Round:
     config, resolver, table_ref = _rig(stack, root, args.events)
     port = free_port()
     argv = [
-        sys.executable, "-m", "plowline_loader.cli", "run",
+        python, "-m", "plowline_loader.cli", "run",
         "--config", str(config), "--resolver", str(resolver), "--master", "local[2]",
         "--checkpoint", str(root / "checkpoint"), "--port", str(port),
     ]  # fmt: skip
@@ -287,6 +297,9 @@ def _round(stack: LocalStack, root: Path, args: argparse.Namespace, archive: Pat
     }
     if archive is not None:
         env["PLOWLINE_LOADER_CLASS_ARCHIVE"] = str(archive)
+    # As from a shell with the loader's venv active: a baseline loader before the fix of
+    # PYSPARK_PYTHON runs its data-source processes with the first python3 on the PATH.
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
     if args.py_spy:
         profile = root / "profile.txt"
         spy = Path(sys.executable).parent / "py-spy"
@@ -355,6 +368,11 @@ def main() -> None:
         help="start the loader's JVM without a class archive (plowline-loader class-archive)",
     )
     parser.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        help="also start another checkout's loader (its venv's python), alternating rounds",
+    )
+    parser.add_argument(
         "--py-spy",
         action="store_true",
         help="profile the loader's Python processes (py-spy raw stacks in each round's dir)",
@@ -362,26 +380,38 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-start-"))
     stack = start_stack(root / "stack", StackConfig())
-    rounds: list[Round] = []
+    runs: dict[str, list[Round]] = {"this": []}
+    loaders = {"this": (sys.executable, True)}
+    if args.baseline_python:
+        runs["baseline"] = []
+        loaders = {"baseline": (args.baseline_python, False), **loaders}
     try:
         archive = _class_archive(root, args)
         warm_up = argparse.Namespace(**{**vars(args), "idle_seconds": 0})
-        _round(stack, root / "warm-up", warm_up, archive)
+        for name, (python, own) in loaders.items():
+            _round(stack, root / f"warm-up-{name}", warm_up, archive if own else None, python)
         for n in range(args.rounds):
-            rounds.append(_round(stack, root / f"round-{n}", args, archive))
-            r = rounds[-1]
-            print(
-                f"round {n}: ready {r.ready_s:.1f} s, first row {r.first_row_s:.1f} s, "
-                f"CPU to first row {r.cpu_to_first_row_s:.1f} s, idle {r.idle_cores:.3f} cores",
-                flush=True,
-            )
+            for name, (python, own) in loaders.items():
+                where = root / f"round-{n}-{name}"
+                r = _round(stack, where, args, archive if own else None, python)
+                runs[name].append(r)
+                print(
+                    f"round {n} {name}: ready {r.ready_s:.1f} s, first row {r.first_row_s:.1f} s,"
+                    f" CPU to first row {r.cpu_to_first_row_s:.1f} s, idle {r.idle_cores:.3f} cores",
+                    flush=True,
+                )
     finally:
         stack.stop()
+    for name, rounds in runs.items():
+        _report(name, rounds, args)
+
+
+def _report(name: str, rounds: list[Round], args: argparse.Namespace) -> None:
     cache = "off" if args.no_bytecode_cache else "on"
-    classes = "off" if args.no_class_archive else "on"
+    classes = "off" if args.no_class_archive or name == "baseline" else "on"
     print(
-        f"\nmedians of {args.rounds} rounds ({args.events} events, bytecode cache {cache}, "
-        f"class archive {classes}):"
+        f"\n{name}: medians of {args.rounds} rounds ({args.events} events, bytecode cache "
+        f"{cache}, class archive {classes}):"
     )
     for label, values in (
         ("start → /readyz 200", [r.ready_s for r in rounds]),
