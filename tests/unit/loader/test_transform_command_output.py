@@ -106,9 +106,8 @@ def test_output_is_byte_for_byte_the_reference(
     source.write_bytes(_input(not_utf8))
     monkeypatch.setattr(transform_command, "_CHUNK_LINES", chunk_lines)
 
-    code = main(
-        ["transform", "--resolver", str(resolver), "--good", str(good), "--bad", str(bad), str(source)]
-    )
+    flags = ["--resolver", str(resolver), "--good", str(good), "--bad", str(bad)]
+    code = main(["transform", *flags, str(source)])
 
     expected_good, expected_bad = _reference(source.read_bytes(), resolver)
     actual = (code, good.read_bytes(), _LOOKUP_TIME.sub(b"", bad.read_bytes()))
