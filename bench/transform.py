@@ -11,19 +11,27 @@ events/s, median of ``--repeat`` runs, for:
 
 Also printed, for locating time: parse alone, and build + to_json alone on parsed events.
 
-Run: ``uv run python bench/transform.py [--lines 20000] [--repeat 5] [--profile]``
+With ``--cli``, also (d) ``plowline-loader transform`` on the same lines, run in this process
+through the command's ``main`` (input file → ``--good``/``--bad`` files, a resolver config
+over the same Iglu Central directory, a fresh resolver each run; interpreter start left
+out), and (e) its ratio to (a), timed interleaved with the others (goal >= 0.8).
+
+Run: ``uv run python bench/transform.py [--lines 20000] [--repeat 5] [--profile] [--cli]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import io
 import json
 import os
 import pstats
 import random
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -280,8 +288,44 @@ def run_build(builder: RowBuilder, events: list[EnrichedEvent], processor: Proce
     return size
 
 
+def cli_workload(lines: list[str], iglu_central: Path, column_mode: str) -> Callable[[], object]:
+    """Return a run of ``plowline-loader transform`` over ``lines`` (files in a temp dir)."""
+    from plowline_loader.cli import main as loader_main
+
+    root = Path(tempfile.mkdtemp(prefix="plowline-bench-transform-"))
+    source = root / "lines.tsv"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    resolver = root / "resolver.json"
+    repository = {
+        "name": "Iglu Central",
+        "priority": 0,
+        "vendorPrefixes": [],
+        "connection": {"embedded": {"path": str(iglu_central)}},
+    }
+    resolver.write_text(
+        json.dumps(
+            {
+                "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+                "data": {"cacheSize": 500, "cacheTtl": 600, "repositories": [repository]},
+            }
+        )
+    )
+    argv = [
+        "transform", "--resolver", str(resolver), "--column-mode", column_mode,
+        "--good", str(root / "good.jsonl"), "--bad", str(root / "bad.jsonl"), str(source),
+    ]  # fmt: skip
+
+    def work() -> int:
+        with contextlib.redirect_stderr(io.TextIOWrapper(io.BytesIO())):  # the summary
+            return loader_main(argv)
+
+    return work
+
+
 def median_rates(
-    works: dict[str, tuple[Callable[[], object], int]], repeat: int
+    works: dict[str, tuple[Callable[[], object], int]],
+    repeat: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Return each workload's median events/s; workloads are interleaved within each repeat.
 
@@ -294,9 +338,9 @@ def median_rates(
         work()  # warm-up: caches, compiled casters, resolver
     for _ in range(repeat):
         for name, (work, count) in works.items():
-            start = time.perf_counter()
+            start = clock()
             work()
-            rates[name].append(count / (time.perf_counter() - start))
+            rates[name].append(count / (clock() - start))
     return {name: statistics.median(values) for name, values in rates.items()}
 
 
@@ -309,6 +353,14 @@ def main() -> None:
     parser.add_argument("--iglu-central", type=Path, default=DEFAULT_IGLU, help="Iglu Central")
     parser.add_argument("--column-mode", choices=["full", "major"], default="full")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of (a)")
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time with this process's CPU time instead of the wall clock (a shared machine)",
+    )
+    parser.add_argument(
+        "--cli", action="store_true", help="also time `plowline-loader transform` on the lines"
+    )
     parser.add_argument(
         "--by-outcome", action="store_true", help="also print (a)'s cost per line of each outcome"
     )
@@ -330,19 +382,22 @@ def main() -> None:
         profiler.runcall(run_transform, builder, processor, lines)
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
 
+    works: dict[str, tuple[Callable[[], object], int]] = {
+        "full": (lambda: run_transform(builder, processor, lines), len(lines)),
+        "floor": (lambda: run_floor(lines), len(lines)),
+        "parse": (lambda: run_parse(lines), len(lines)),
+        "build": (lambda: run_build(builder, events, processor), len(events)),
+    }
+    if args.cli:
+        works["cli"] = (cli_workload(lines, args.iglu_central, args.column_mode), len(lines))
     rates = median_rates(
-        {
-            "full": (lambda: run_transform(builder, processor, lines), len(lines)),
-            "floor": (lambda: run_floor(lines), len(lines)),
-            "parse": (lambda: run_parse(lines), len(lines)),
-            "build": (lambda: run_build(builder, events, processor), len(events)),
-        },
-        args.repeat,
+        works, args.repeat, time.process_time if args.cpu_time else time.perf_counter
     )
     full, floor, parse_only, build_only = (rates[k] for k in ("full", "floor", "parse", "build"))
 
     print(f"plowline transform benchmark: {len(lines)} lines, seed {args.seed}, ", end="")
-    print(f"column mode {args.column_mode}, median of {args.repeat}, one core")
+    clock = "CPU time" if args.cpu_time else "wall time"
+    print(f"column mode {args.column_mode}, median of {args.repeat}, one core, {clock}")
     print("  mix: " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
     built = {True: "C", False: "pure Python (its C extension is not built)"}
     print(f"  line decoder: {built[LINE_DECODER_IN_C]}, RECORD caster: {built[RECORD_CASTER_IN_C]}")
@@ -351,6 +406,11 @@ def main() -> None:
     print(f"  (c) ratio (a)/(b)                {full / floor:>10.2f}")
     print(f"      parse only                   {parse_only:>10,.0f} events/s")
     print(f"      build + to_json only         {build_only:>10,.0f} events/s (parsed events)")
+    if args.cli:
+        print(
+            f"  (d) plowline-loader transform    {rates['cli']:>10,.0f} events/s (files, in process)"
+        )
+        print(f"  (e) ratio (d)/(a)                {rates['cli'] / full:>10.2f}")
     if args.by_outcome:
         print_outcome_costs(builder, processor, lines, args.repeat)
 

@@ -19,10 +19,19 @@ DRIVER = Path(__file__).resolve().parents[3] / "deploy" / "docker" / "loader" / 
 _SESSION = re.compile(r"spark session .*")
 
 
-def _session_line(command: list[str], log: Path, *, submitted: bool) -> tuple[str, int]:
-    """Run the loader until it has started; return its ``spark session`` log line and exit code."""
+def _session_line(
+    command: list[str], log: Path, *, submitted: bool, search_path: str | None = None
+) -> tuple[str, int]:
+    """Run the loader until it has started; return its ``spark session`` log line and exit code.
+
+    ``search_path``: start it as from a shell with that PATH and no ``PYSPARK_*`` variables.
+    """
     env = submit_environment({**os.environ, "PLOWLINE_LOADER_LOG_JSON": "false"})
     env.pop("PLOWLINE_LOADER_MASTER", None)
+    if search_path is not None:
+        env["PATH"] = search_path
+        env.pop("PYSPARK_PYTHON")
+        env.pop("PYSPARK_DRIVER_PYTHON")
     with log.open("wb") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -90,3 +99,29 @@ def test_plain_run_defaults_to_local_mode_on_loopback(
 
     expected = (True, True, 0)
     assert expected == ("master=local[*]" in line, "driver_host=127.0.0.1" in line, code), line
+
+
+def test_plain_run_starts_without_its_python_on_the_path(
+    local_stack: LocalStack, config_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A loader started by its interpreter's path, with another python3 first on the PATH,
+    still starts its Pub/Sub source (Spark's data-source processes run the loader's Python)."""
+    config, resolver = config_files[0], _resolver(tmp_path)
+    elsewhere = tmp_path / "bin"
+    elsewhere.mkdir()
+    (elsewhere / "python3").write_text("#!/bin/sh\necho 'not the loader's Python' >&2\nexit 1\n")
+    (elsewhere / "python3").chmod(0o755)
+    command = [
+        sys.executable, str(DRIVER), "run", "--config", str(config), "--resolver", str(resolver),
+        "--port", "0",
+    ]  # fmt: skip
+    _, code = _session_line(
+        command,
+        tmp_path / "bare-path.log",
+        submitted=False,
+        search_path=f"{elsewhere}:/usr/bin:/bin",
+    )
+    log = (tmp_path / "bare-path.log").read_text(errors="replace")
+
+    expected = (True, 0)
+    assert expected == ("loader started" in log, code), log[-3000:]

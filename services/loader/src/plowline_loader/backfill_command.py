@@ -96,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
             args.sources, settings.storage_emulator_host, config.bigquery.project_id
         )
         spark_settings = command_spark_settings(
-            settings.master, launched_by_spark_submit(), app_name="plowline-backfill"
+            settings.master,
+            launched_by_spark_submit(),
+            app_name="plowline-backfill",
+            class_archive=settings.class_archive,  # PLOWLINE_LOADER_CLASS_ARCHIVE
         )
     except ConfigError as error:
         _say(str(error))

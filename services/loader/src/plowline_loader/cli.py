@@ -32,6 +32,7 @@ _COMMANDS = (
     "plowline_loader.transform_command",
     "plowline_loader.run_command",
     "plowline_loader.backfill_command",
+    "plowline_loader.class_archive_command",
 )
 
 

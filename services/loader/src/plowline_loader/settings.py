@@ -63,6 +63,7 @@ class LoaderSettings(BaseSettings):
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
+    class_archive: str | None = None  # the driver JVM's class archive (``class_archive.py``)
     log_level: str = "INFO"
     log_json: bool = True
     pubsub_emulator_host: str | None = Field(

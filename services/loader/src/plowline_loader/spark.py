@@ -17,6 +17,8 @@ Notes:
     mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.
+    Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
+    AppCDS archive (``class_archive.py``) instead of loading them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 
+from plowline_loader.class_archive import archive_option
 from plowline_loader.source.pubsub_source import register_pubsub_source
 
 # C1 only needs a small code cache. A small young generation: the eden is touched in full
@@ -53,6 +56,8 @@ class SparkSettings:
     shuffle_partitions: int = 2
     bind_address: str | None = "127.0.0.1"  # None on a cluster
     driver_memory: str | None = "512m"  # the driver JVM's -Xmx; None: Spark's default (1g)
+    class_archive: str | None = None  # the driver JVM's class archive, used when it exists
+    dump_class_archive: str | None = None  # write one at the JVM's exit (``class_archive``)
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -83,8 +88,11 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
 
 def _deployment_conf(settings: SparkSettings) -> dict[str, str]:
     """Return the keys a launcher owns: master, addresses, the driver's JVM and Python."""
+    options = [_JVM_OPTIONS, archive_option(settings.class_archive)]
+    if settings.dump_class_archive is not None:
+        options.append(f"-XX:ArchiveClassesAtExit={settings.dump_class_archive}")
     conf = {
-        "spark.driver.extraJavaOptions": _JVM_OPTIONS,
+        "spark.driver.extraJavaOptions": " ".join(option for option in options if option),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
@@ -108,18 +116,25 @@ def command_spark_settings(
     launcher: bool,
     app_name: str = "plowline-loader",
     extra_conf: Mapping[str, str] | None = None,
+    class_archive: str | None = None,
 ) -> SparkSettings:
     """Return the session settings of a loader command (``run``, ``backfill``).
 
     ``master`` is the ``--master`` flag (None: not given). Without a launcher it defaults
-    to ``local[*]`` on loopback; under one the launcher's master and addresses stand.
+    to ``local[*]`` on loopback; under one the launcher's master and addresses stand (and
+    its JVM options: ``class_archive``, the ``--class-archive`` flag, is for a plain run).
 
     Raises:
         ConfigError: ``--master`` given under a launcher (it would be silently ignored).
     """
     extra = dict(extra_conf or {})
     if not launcher:
-        return SparkSettings(master=master or LOCAL_MASTER, app_name=app_name, extra_conf=extra)
+        return SparkSettings(
+            master=master or LOCAL_MASTER,
+            app_name=app_name,
+            extra_conf=extra,
+            class_archive=class_archive,
+        )
     if master is not None:
         raise ConfigError(
             f"--master {master} (PLOWLINE_LOADER_MASTER) is for a plain `plowline-loader` run; "
@@ -136,11 +151,29 @@ def command_spark_settings(
     )
 
 
+def _set_jvm_environment(settings: SparkSettings) -> None:
+    """Set (unless set) what the driver JVM reads from its environment, not from its conf.
+
+    Notes:
+        Spark starts the Python processes of a Python data source (lookup, create, plan,
+        the streaming source runner, the read tasks) with ``PYSPARK_DRIVER_PYTHON`` or
+        ``PYSPARK_PYTHON``, else whatever ``python3`` is first on the PATH:
+        ``spark.pyspark.python`` does not apply to them. A loader started from a virtual
+        environment's script without that environment on the PATH would have those
+        processes fail to import the source (or run another Python), so both name this
+        interpreter. One interpreter also means one pool of reusable Python workers.
+    """
+    if settings.bind_address is not None:
+        os.environ.setdefault("SPARK_LOCAL_IP", settings.bind_address)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
 def build_spark_session(settings: SparkSettings | None = None) -> SparkSession:
     """Start (or join) the SparkSession for ``settings`` and register the ``pubsub`` source."""
     settings = settings or SparkSettings()
-    if settings.bind_address is not None and not settings.launcher:
-        os.environ.setdefault("SPARK_LOCAL_IP", settings.bind_address)
+    if not settings.launcher:
+        _set_jvm_environment(settings)
     builder = SparkSession.builder
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

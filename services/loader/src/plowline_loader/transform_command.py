@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import islice, repeat
 from pathlib import Path
 from typing import IO
 
@@ -29,6 +30,9 @@ from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 
 ARTIFACT = "plowline-loader"
+# Issue 17: per-line writes and a Python generator per line cost a fifth of the command's time.
+_CHUNK_LINES = 64  # lines between two writes: a chunk's rows (~100 KiB) stay in the CPU's cache
+_READ_BUFFER = 1 << 20
 
 _EPILOG = """\
 outputs:
@@ -141,30 +145,65 @@ def _transform(
     bad: IO[bytes],
     summary: Summary,
 ) -> None:
-    """Write one output line per input line, counting as it goes."""
-    for raw in lines:
+    """Write one output line per input line, ``_CHUNK_LINES`` lines at a time, counting them.
+
+    Notes:
+        A chunk's rows go out in one write per output; when the registry fails mid-chunk,
+        the rows of the lines before it are written first (output stops at that line).
+    """
+    transform, types, bad_codes = builder.transform_line, summary.types, summary.bad
+    # A row's types are one of a few frozensets the builder keeps (hash cached): adding a
+    # combination once spares hashing every EntityType of every row.
+    combinations: set[frozenset[EntityType]] = set()
+    while chunk := list(islice(lines, _CHUNK_LINES)):
+        rows: list[bytes] = []
+        bad_rows: list[bytes] = []
         try:
-            result: TransformedRow | BadRow = builder.transform_line(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            parsed = parse_bytes(raw)  # not UTF-8: the parser's loader_parsing_error bad row
-            result = builder.build(parsed) if isinstance(parsed, EnrichedEvent) else parsed
-        summary.lines += 1
-        if isinstance(result, TransformedRow):
-            good.write(result.to_json() + b"\n")
-            summary.good += 1
-            summary.types.update(result.types)
-        else:
-            bad.write(result.to_json(processor) + b"\n")
-            summary.bad[str(result.code)] += 1
+            for raw in chunk:
+                try:
+                    result = transform(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    result = _from_bytes(builder, raw)
+                if type(result) is TransformedRow:
+                    rows.append(result.to_json())
+                    if result.types not in combinations:
+                        combinations.add(result.types)
+                        types.update(result.types)
+                else:
+                    bad_row: BadRow = result  # type: ignore[assignment]  # the one other outcome
+                    bad_rows.append(bad_row.to_json(processor))
+                    bad_codes[str(bad_row.code)] += 1
+        finally:
+            summary.lines += len(rows) + len(bad_rows)
+            summary.good += len(rows)
+            _write_lines(good, rows)
+            _write_lines(bad, bad_rows)
+
+
+def _from_bytes(builder: RowBuilder, raw: bytes) -> TransformedRow | BadRow:
+    """Return the row or bad row of a line that is not UTF-8 (the parser's bad row)."""
+    parsed = parse_bytes(raw)
+    return builder.build(parsed) if isinstance(parsed, EnrichedEvent) else parsed
+
+
+def _write_lines(stream: IO[bytes], lines: list[bytes]) -> None:
+    if lines:
+        lines.append(b"")  # the last line's end
+        stream.write(b"\n".join(lines))
 
 
 def _lines(stack: ExitStack, source: str) -> Iterator[bytes]:
-    """Yield input lines as bytes without their ``\n`` or ``\r\n`` ending."""
+    """Yield input lines as bytes without their ``\\n`` or ``\\r\\n`` ending.
+
+    Notes:
+        The file's own line iteration and ``map`` over bytes methods: no Python frame
+        per line. ``rstrip`` removes the one LF a line can end with; one CR before it goes.
+    """
     if source == "-":
         stream: IO[bytes] = sys.stdin.buffer
     else:
-        stream = stack.enter_context(open(source, "rb"))  # noqa: SIM115
-    return (line.removesuffix(b"\n").removesuffix(b"\r") for line in stream)
+        stream = stack.enter_context(open(source, "rb", buffering=_READ_BUFFER))  # noqa: SIM115
+    return map(bytes.removesuffix, map(bytes.rstrip, stream, repeat(b"\n")), repeat(b"\r"))
 
 
 def _open_out(stack: ExitStack, path: Path | None, default: IO[bytes]) -> IO[bytes]:
