@@ -30,13 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -59,7 +59,7 @@ from plowline_devstack.stack import LocalStack, start_stack
 from plowline_loader.bootstrap import WorkerConfig, build_resolver
 
 sys.path.insert(0, str(Path(__file__).parent))
-from process_cpu import KINDS, Snapshot, snapshot
+from process_cpu import KINDS, Snapshot, TreeCpu, adopt_orphans
 from profiles import Profilers
 from transform import CONTEXTS, DEFAULT_IGLU, UNSTRUCTS, build_lines, run_transform
 
@@ -136,28 +136,27 @@ def _count(stack: LocalStack, table_ref: str) -> int:
     return int(row["n"])
 
 
-def _events_in(port: int) -> int:
-    """Return the loader's ``plowline_loader_events_in`` counter (0 until its server answers)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith("plowline_loader_events_in_total "):
-            return int(float(line.split()[1]))
-    return 0
+def _events_in(log: Path) -> int:
+    """Return the events the loader's batches took in so far, from its log.
+
+    Notes:
+        From the log rather than ``/metrics``: polling its HTTP server costs the driver CPU.
+    """
+    return sum(int(n) for n in _BATCH_EVENTS.findall(log.read_text(errors="replace")))
+
+
+_BATCH_EVENTS = re.compile(r"batch loaded .*? events=(\d+)")
 
 
 def _wait(process: subprocess.Popen[bytes], log: Path, done: Any, timeout_s: float) -> float:
-    """Poll ``done()`` every 0.1 s; return when it held; exit if the loader died."""
+    """Poll ``done()`` every 0.2 s; return when it held; exit if the loader died."""
     deadline = time.monotonic() + timeout_s
     while not done():
         if process.poll() is not None:
             raise SystemExit(f"the loader exited ({process.returncode}); see {log}")
         if time.monotonic() > deadline:
             raise SystemExit(f"the loader did not get there in {timeout_s:.0f} s; see {log}")
-        time.sleep(0.1)
+        time.sleep(0.2)
     return time.monotonic()
 
 
@@ -182,32 +181,38 @@ def _round(stack: LocalStack, root: Path, args: argparse.Namespace, seed: int) -
     log = root / "loader.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
     started = time.monotonic()
+    cpu = TreeCpu(process.pid, {server.pid for server in stack.servers.values()})
+    snapshot = cpu.snapshot
     try:
         first_at = _wait(process, log, lambda: _count(stack, table_ref) > 0, 300)
-        at_first = snapshot(process.pid)
-        _wait(process, log, lambda: _events_in(port) >= args.warmup, 300)
+        at_first = snapshot()
+        _wait(process, log, lambda: _events_in(log) >= args.warmup, 300)
         time.sleep(2.0)  # let the last batch's acks and the worker hand-backs settle
         profilers = None
         if args.profile:  # before the freeze: jcmd cannot attach to a stopped JVM
-            jvm = snapshot(process.pid).jvm_pid
-            profilers = Profilers(args.profile, process.pid, jvm, root)
+            profilers = Profilers(args.profile, process.pid, snapshot().jvm_pid, root)
+            cpu.not_adopted.add(profilers.pid)
         os.killpg(process.pid, signal.SIGSTOP)
         try:
             _publish(stack, topic, backlog)
         finally:
-            before = snapshot(process.pid)
+            before = snapshot()
             os.killpg(process.pid, signal.SIGCONT)
         total = args.warmup + args.events
         resumed = time.monotonic()
-        drained_at = _wait(process, log, lambda: _events_in(port) >= total, 600)
-        after = snapshot(process.pid)
+        drained_at = _wait(process, log, lambda: _events_in(log) >= total, 600)
+        after = snapshot()
         if profilers is not None:
             profilers.stop()
         time.sleep(args.idle_seconds)
-        idle = snapshot(process.pid).minus(after)
+        idle = snapshot().minus(after)
     finally:
         os.killpg(process.pid, signal.SIGCONT)  # in case the publish failed while frozen
         process.send_signal(signal.SIGTERM)  # the driver alone: it stops Spark gracefully
@@ -259,6 +264,7 @@ def main() -> None:
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
     )
     args = parser.parse_args()
+    adopt_orphans()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-cpu-"))
     stack = start_stack(root / "stack", StackConfig())
     rounds: list[Round] = []

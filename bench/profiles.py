@@ -36,6 +36,7 @@ class Profilers:
         argv += ["--rate", "200", "--format", "raw", "--output", str(out / "python.txt")]
         with (log_dir / "py-spy.log").open("wb") as log:
             self._py_spy = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        self.pid = self._py_spy.pid
         if jvm is not None:
             subprocess.run(
                 ["jcmd", str(jvm), "JFR.start", "name=bench", "settings=profile"],
