@@ -1,7 +1,7 @@
 """Where the loader's CPU goes: per event at steady state, per process kind, idle and start-up.
 
 Run: ``uv run python bench/loader_cpu.py [--events 30000] [--warmup 5000] [--rounds 3]
-[--idle-seconds 10] [--profile DIR]``
+[--idle-seconds 10] [--max-messages N] [--profile DIR]``
 
 The loader runs as a user runs it: ``plowline-loader run`` as a process (Spark local[*],
 STREAMING_INSERTS) against the local stack this script starts. Each round, with a fresh
@@ -177,6 +177,8 @@ def _round(stack: LocalStack, root: Path, args: argparse.Namespace, seed: int) -
     port = free_port()
     argv = [str(LOADER), "run", "--config", str(config_file), "--resolver", str(resolver_file)]
     argv += ["--checkpoint", str(root / "checkpoint"), "--port", str(port)]
+    if args.max_messages is not None:
+        argv += ["--max-messages", str(args.max_messages)]
     env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
     log = root / "loader.log"
     with log.open("wb") as out:
@@ -214,6 +216,7 @@ def _round(stack: LocalStack, root: Path, args: argparse.Namespace, seed: int) -
         time.sleep(args.idle_seconds)
         idle = snapshot().minus(after)
     finally:
+        cpu.close()
         os.killpg(process.pid, signal.SIGCONT)  # in case the publish failed while frozen
         process.send_signal(signal.SIGTERM)  # the driver alone: it stops Spark gracefully
         process.wait(120)
@@ -261,6 +264,12 @@ def main() -> None:
         "--idle-seconds", type=float, default=10.0, help="idle window after the drain (10)"
     )
     parser.add_argument(
+        "--max-messages",
+        type=int,
+        help="the loader's --max-messages: messages per partition per micro-batch "
+        "(default: the loader's own, 5000)",
+    )
+    parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
     )
     args = parser.parse_args()
@@ -272,7 +281,14 @@ def main() -> None:
         for number in range(args.rounds):
             measured = argparse.Namespace(**{**vars(args), "profile": None})
             rounds.append(_round(stack, root / f"round-{number}", measured, seed=10 * number))
-            print(f"  round {number + 1}: {rounds[-1]}", flush=True)
+            r = rounds[-1]
+            kinds = ", ".join(f"{k} {v:.1f}" for k, v in r.per_event_us.items())
+            print(
+                f"  round {number + 1}: CPU-µs/event {kinds}; transform {r.transform_us:.1f}; "
+                f"drain {r.drain_s:.1f} s; idle {r.idle_cores:.3f} cores; "
+                f"start-up {r.startup_cpu_s:.1f} CPU-s, first row {r.first_row_s:.1f} s",
+                flush=True,
+            )
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
             _round(stack, root / "profiled", args, seed=99)

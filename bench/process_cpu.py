@@ -1,31 +1,39 @@
 """CPU of a process tree from /proc, by process kind and by JVM thread (for bench/loader_cpu.py).
 
-A snapshot reads, for every process under a root pid, utime+stime (its own CPU) and
-cutime+cstime (the CPU of its children that exited and were reaped). Summing both over the
-live tree counts every process that ever ran under the root exactly once: an exited child's
-CPU moves into its reaper's cutime when it is reaped. Reaped CPU is charged to the kind of
-the children the reaper has: the JVM and the pyspark daemon reap Python workers (idle
-workers, the data source's planner runs); the driver reaps the JVM launcher.
+A snapshot sums, over every live process under a root pid, utime+stime (its own CPU) and
+cutime+cstime (the CPU of its exited children that it reaped). That counts every process
+that ever ran under the root once, with two exceptions that ``TreeCpu`` corrects by
+sampling the tree every ``SAMPLE_S`` and remembering each process's last CPU:
 
-Orphans: Spark stops idle pyspark daemons whose forked workers may still run; an orphan
-is reparented to the nearest subreaper, and a zombie shows no CPU in /proc until it is
-reaped. So the bench makes itself the subreaper (``adopt_orphans``), counts the live
-orphans it adopted with the tree, and reaps the dead ones itself (``wait4``: their CPU).
+- pyspark's daemon ignores SIGCHLD, so its forked workers are reaped by the kernel and
+  their CPU reaches nobody's cutime: a process that vanishes from under a parent that
+  ignores SIGCHLD (``SigIgn`` in /proc), or whose parent vanished too, is counted with the
+  CPU it had when last seen (what it spent in its last ``SAMPLE_S`` is missed);
+- an orphan is reparented to the nearest subreaper: the bench makes itself one
+  (``adopt_orphans``), counts the orphans it adopted with the tree and reaps them
+  (``wait4`` gives their CPU).
+
+Reaped CPU is charged to the kind of the children the reaper has: the JVM reaps Python
+processes (the daemons, the source's planner); the driver reaps the JVM launcher.
 
 Kinds: ``driver`` (the root: ``plowline-loader run``), ``jvm`` (java), ``python workers``
-(every Python process under the JVM: the pyspark daemon, its forked workers, the source's
-planner), ``other`` (the spark-class shell).
+(every Python process under the JVM: the pyspark daemons, their forked workers, the
+source's planner), ``other`` (the spark-class shell).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import signal
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 TICKS = os.sysconf("SC_CLK_TCK")
+SAMPLE_S = 0.2
+_SIGCHLD_BIT = 1 << (signal.SIGCHLD - 1)
 KINDS = ("driver", "jvm", "python workers", "other")
 
 
@@ -110,7 +118,7 @@ def _reaped_kind(kind: str) -> str:
 
 
 class TreeCpu:
-    """Snapshots of one tree's CPU, with the orphans this (subreaper) process adopted from it.
+    """The CPU of one tree, sampled in a thread, with what left it (see the module notes).
 
     Notes:
         ``not_adopted``: this process's own children that are not the tree's orphans (the
@@ -120,11 +128,35 @@ class TreeCpu:
     def __init__(self, root: int, not_adopted: set[int]) -> None:
         self.root = root
         self.not_adopted = not_adopted | {root}
-        self._reaped: Counter[str] = Counter()  # CPU of adopted orphans reaped here
-        self._kinds: dict[int, str] = {}  # the kind of every process seen alive
+        self._gone: Counter[str] = Counter()  # CPU of processes no longer in the tree
+        self._seen: dict[int, tuple[str, int, float, float]] = {}  # kind, parent, own, reaped
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-cpu", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self.snapshot()
 
     def snapshot(self) -> Snapshot:
         """Return the CPU-seconds of the tree so far, by kind and JVM thread."""
+        with self._lock:
+            alive = self._sample()
+            by_kind: Counter[str] = Counter(dict.fromkeys(KINDS, 0.0))
+            by_kind.update(self._gone)
+            for kind, _, own, reaped in self._seen.values():
+                by_kind[kind] += own
+                by_kind[_reaped_kind(kind)] += reaped
+        jvm = next((p for p, (k, *_) in alive.items() if k == "jvm"), None)
+        return Snapshot(by_kind, jvm_threads(jvm) if jvm else Counter(), jvm)
+
+    def _sample(self) -> dict[int, tuple[str, int, float, float]]:
         children = _children()
         pids = tree(self.root, children)
         for orphan, state in children.get(os.getpid(), []):
@@ -134,28 +166,42 @@ class TreeCpu:
                 self._reap(orphan)
             else:
                 pids += tree(orphan, children)
-        by_kind: Counter[str] = Counter(dict.fromkeys(KINDS, 0.0))
-        by_kind.update(self._reaped)
-        jvm_pid = None
+        alive: dict[int, tuple[str, int, float, float]] = {}
         for pid in pids:
             fields = _stat(pid)
-            if fields is None:
-                continue
-            utime, stime, cutime, cstime = (int(v) for v in fields[12:16])
-            kind = self._kinds.setdefault(pid, kind_of(pid, self.root))
-            by_kind[kind] += (utime + stime) / TICKS
-            by_kind[_reaped_kind(kind)] += (cutime + cstime) / TICKS
-            if kind == "jvm":
-                jvm_pid = pid
-        return Snapshot(by_kind, jvm_threads(jvm_pid) if jvm_pid else Counter(), jvm_pid)
+            if fields is not None:
+                utime, stime, cutime, cstime = (int(v) for v in fields[12:16])
+                kind = kind_of(pid, self.root)  # again: spark-class execs into java
+                alive[pid] = (
+                    kind,
+                    int(fields[2]),
+                    (utime + stime) / TICKS,
+                    (cutime + cstime) / TICKS,
+                )
+        for pid, (kind, parent, own, reaped) in self._seen.items():
+            if pid not in alive and (parent not in alive or _ignores_children(parent)):
+                self._gone[kind] += own + reaped  # its CPU reached no cutime in the tree
+        self._seen = alive
+        return alive
 
     def _reap(self, orphan: int) -> None:
         try:
             _, _, usage = os.wait4(orphan, os.WNOHANG)
         except ChildProcessError:
             return
-        kind = self._kinds.get(orphan, "python workers")
-        self._reaped[kind] += usage.ru_utime + usage.ru_stime
+        kind = self._seen.pop(orphan, ("python workers",))[0]
+        self._gone[kind] += usage.ru_utime + usage.ru_stime
+
+
+def _ignores_children(pid: int) -> bool:
+    """Say whether ``pid`` ignores SIGCHLD: its children's CPU never reaches its cutime."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & _SIGCHLD_BIT)
+    except OSError:
+        pass
+    return False
 
 
 def jvm_threads(pid: int) -> Counter[str]:
