@@ -6,10 +6,10 @@ Usage::
     reports = [report_of(row) for row in spark.readStream.format("plowline-load")...]
 
 ``process`` is a picklable function from a partition's rows (the ``pubsub`` source's
-columns, as dicts) to a few picklable results; in the loader it is
-``StreamingPartition``: transform, insert, publish, ack, and one ``PartitionReport``. The
-source's ``read()`` pulls the partition's bounded slice exactly as ``pubsub`` does, hands
-it to ``process`` in the same task, and yields one row per result (``report``: the
+columns, as dicts; a lazy iterator that pulls as it is read) to a few picklable results;
+in the loader it is ``StreamingPartition``: transform, insert, publish, ack, and one
+``PartitionReport``. The source's ``read()`` pulls the partition's bounded slice exactly
+as ``pubsub`` does, hands it to ``process`` in the same task, and yields one row per result (``report``: the
 pickled result). The micro-batch's one action is then a ``collect()`` of those reports.
 
 Notes:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 REPORT_SCHEMA = StructType([StructField("report", BinaryType(), False)])
 """One row per result of the partition function: the pickled result."""
 
-TaskFunction = Callable[[list[MessageRow]], Iterable[object]]
+TaskFunction = Callable[[Iterator[MessageRow]], Iterable[object]]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -81,11 +81,12 @@ class ProcessingStreamReader(PubSubStreamReader):
         """Pull the partition's slice, process it in this task, yield the pickled results."""
         if not isinstance(partition, PubSubPartition):
             raise TypeError(f"pubsub source cannot read {type(partition).__name__}")
-        rows: list[MessageRow] = [
+        # Lazy: the function pulls when it reads them (it may prepare the worker first).
+        rows: Iterator[MessageRow] = (
             message_row(message, partition.subscription)
             for pulled in pull_bounded(partition)
             for message in pulled
-        ]
+        )
         for result in self.process(rows):
             yield (pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),)
 

@@ -6,6 +6,9 @@ Notes:
     first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
     never a client. A forked child rebuilds its client: gRPC channels do not survive fork.
     Google errors leave this module as plowline errors (``TransientError`` and so on).
+    Requests are raw protobuf messages in their proto-plus wrapper (``_request``): from a
+    dict, proto-plus converts every ack id on its own, ~1.6 µs each (issue 17), paid at
+    receipt, on every lease extension and at the ack.
 """
 
 from __future__ import annotations
@@ -14,13 +17,19 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import grpc
 from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
 from google.pubsub_v1 import SubscriberClient
 from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
-from google.pubsub_v1.types import PullResponse
+from google.pubsub_v1.types import (
+    AcknowledgeRequest,
+    ModifyAckDeadlineRequest,
+    PullRequest,
+    PullResponse,
+)
 from plowline_cloud.errors import translated
 
 # Pub/Sub takes at most 1000 messages per pull; ack/modack requests stay well under the
@@ -41,6 +50,7 @@ _RETRY = gretry.Retry(
 
 _GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
+_Request = TypeVar("_Request", PullRequest, AcknowledgeRequest, ModifyAckDeadlineRequest)
 _clients: dict[str | None, tuple[int, SubscriberClient]] = {}
 _clients_lock = threading.Lock()
 
@@ -101,7 +111,9 @@ class Subscription:
 
     def pull(self, max_messages: int, timeout_s: float) -> list[PulledMessage]:
         """Pull up to ``max_messages``, waiting at most ``timeout_s``; empty when none came."""
-        request = {"subscription": self.path, "max_messages": min(max_messages, MAX_PULL)}
+        request = _request(
+            PullRequest, subscription=self.path, max_messages=min(max_messages, MAX_PULL)
+        )
         with translated("pubsub.pull"):
             try:
                 response = self._client.pull(request=request, retry=None, timeout=timeout_s)
@@ -113,18 +125,19 @@ class Subscription:
     def ack(self, ack_ids: Sequence[str]) -> None:
         """Acknowledge ``ack_ids`` for good (unknown or expired ids are ignored by Pub/Sub)."""
         for chunk in _chunks(ack_ids):
-            request = {"subscription": self.path, "ack_ids": list(chunk)}
+            request = _request(AcknowledgeRequest, subscription=self.path, ack_ids=chunk)
             with translated("pubsub.acknowledge"):
                 self._client.acknowledge(request=request, retry=_RETRY, timeout=_RPC_TIMEOUT_S)
 
     def modack(self, ack_ids: Sequence[str], seconds: int) -> None:
         """Set the ack deadline of ``ack_ids`` to now + ``seconds`` (0 redelivers at once)."""
         for chunk in _chunks(ack_ids):
-            request = {
-                "subscription": self.path,
-                "ack_ids": list(chunk),
-                "ack_deadline_seconds": seconds,
-            }
+            request = _request(
+                ModifyAckDeadlineRequest,
+                subscription=self.path,
+                ack_ids=chunk,
+                ack_deadline_seconds=seconds,
+            )
             with translated("pubsub.modify_ack_deadline"):
                 self._client.modify_ack_deadline(
                     request=request, retry=_RETRY, timeout=_RPC_TIMEOUT_S
@@ -133,6 +146,12 @@ class Subscription:
     def nack(self, ack_ids: Sequence[str]) -> None:
         """Hand ``ack_ids`` back to Pub/Sub for immediate redelivery."""
         self.modack(ack_ids, 0)
+
+
+def _request(kind: type[_Request], **fields: object) -> _Request:
+    """Return a ``kind`` request built as raw protobuf (repeated fields copied in C)."""
+    wrapped: _Request = kind.wrap(kind.pb()(**fields))
+    return wrapped
 
 
 def _pulled(received: object) -> PulledMessage:

@@ -1,0 +1,330 @@
+"""Where the loader's CPU goes: per event at steady state, per process kind, idle and start-up.
+
+Run: ``uv run python bench/loader_cpu.py [--events 30000] [--warmup 5000] [--rounds 3]
+[--idle-seconds 10] [--max-messages N] [--profile DIR]``
+
+The loader runs as a user runs it: ``plowline-loader run`` as a process (Spark local[*],
+STREAMING_INSERTS) against the local stack this script starts. Each round, with a fresh
+table and subscription:
+
+1. Start-up: ``--warmup`` events are published, then the loader is started. Printed: wall
+   time from the process start to the first row in the table, and the CPU the loader's
+   process tree spent by then (JVM, Python workers, planning; ~1 chunk of events).
+2. Steady state: once the warm-up is loaded, the loader is frozen (SIGSTOP to its process
+   group) while ``--events`` events are published, then resumed: a backlog, drained with
+   the machinery warm. Printed: CPU-µs per event of the whole tree and per process kind
+   (driver Python, JVM, Python workers; see ``process_cpu``), from /proc, exited
+   processes included.
+3. Idle: CPU per second (cores) over ``--idle-seconds`` after the drain.
+4. The bare transform of the same lines in this process (parse, resolve, cast, row or bad
+   row bytes; one thread's CPU), and its share of the loader's CPU per event.
+
+The lines are bench/transform.py's mix (0-5 contexts from Iglu Central, some unstruct
+events, ~10% bad lines); the table has their columns. Figures are medians over
+``--rounds``. ``--profile DIR`` adds one unmeasured round with py-spy over every Python
+process and a JFR recording of the JVM during the drain, and prints their top frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.cloud import bigquery
+from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.badrows import Processor
+from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.iglu.key import SchemaKey
+from plowline_core.schema.columns import column_field
+from plowline_core.schema.entity import ColumnMode, ShredProperty
+from plowline_core.transform.row import RowBuilder
+from plowline_devstack.provisioning import StackConfig
+from plowline_devstack.servers import free_port
+from plowline_devstack.stack import LocalStack, start_stack
+from plowline_loader.bootstrap import WorkerConfig, build_resolver
+
+sys.path.insert(0, str(Path(__file__).parent))
+from process_cpu import KINDS, Snapshot, TreeCpu, adopt_orphans
+from profiles import Profilers
+from transform import CONTEXTS, DEFAULT_IGLU, UNSTRUCTS, build_lines, run_transform
+
+LOADER = Path(sys.executable).parent / "plowline-loader"
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round's figures."""
+
+    first_row_s: float
+    startup_cpu_s: float
+    drain_s: float
+    per_event_us: dict[str, float]  # by kind, and "total"
+    idle_cores: float
+    transform_us: float
+
+
+def _rig(stack: LocalStack, root: Path) -> tuple[Path, Path, str, str]:
+    """Create a table with the mix's columns, a topic and a subscription; write the configs."""
+    name = uuid.uuid4().hex[:10]
+    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    atomic = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
+    table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
+    client.create_table(bigquery.Table(table_ref, schema=atomic))
+    store = BigQueryTableSchemaStore(client, table_ref, 60.0, SystemClock())
+    shreds = [(u, ShredProperty.CONTEXTS) for u, _ in CONTEXTS]
+    shreds += [(u, ShredProperty.UNSTRUCT_EVENT) for u, _ in UNSTRUCTS]
+    fields = []
+    for uri, shred in shreds:
+        key = SchemaKey.parse(uri)
+        schema = json.loads((DEFAULT_IGLU / "schemas" / key.to_path()).read_text())
+        fields.append(column_field(key, schema, shred))
+    store.add_fields(fields)
+    project = f"projects/{stack.project}"
+    topic = f"{project}/topics/in-{name}"
+    publisher_client(stack.endpoints.pubsub_target).create_topic(request={"name": topic})
+    subscriber_client(stack.endpoints.pubsub_target).create_subscription(
+        request={"name": f"{project}/subscriptions/in-{name}", "topic": topic}
+    )
+    config = {
+        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
+        "data": {
+            "name": "cpu bench", "id": "31b1559d-d319-4023-aaae-97698238d808",
+            "projectId": stack.project, "datasetId": stack.dataset, "tableId": f"events_{name}",
+            "input": f"in-{name}", "typesTopic": "types", "typesSubscription": "types-mutator",
+            "badRows": "bad-rows", "failedInserts": "failed-inserts",
+            "load": {"mode": "STREAMING_INSERTS", "retry": False}, "purpose": "ENRICHED_EVENTS",
+        },
+    }  # fmt: skip
+    resolver = {
+        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
+        "data": {"cacheSize": 500, "cacheTtl": 600, "repositories": [{
+            "name": "Iglu Central", "priority": 0, "vendorPrefixes": [],
+            "connection": {"embedded": {"path": str(DEFAULT_IGLU)}},
+        }]},
+    }  # fmt: skip
+    root.mkdir(parents=True)
+    config_file, resolver_file = root / "config.json", root / "resolver.json"
+    config_file.write_text(json.dumps(config))
+    resolver_file.write_text(json.dumps(resolver))
+    return config_file, resolver_file, table_ref, topic
+
+
+def _publish(stack: LocalStack, topic: str, lines: list[str]) -> None:
+    publisher = publisher_client(stack.endpoints.pubsub_target)
+    for future in [publisher.publish(topic, line.encode()) for line in lines]:
+        future.result(timeout=120)
+
+
+def _count(stack: LocalStack, table_ref: str) -> int:
+    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
+    row = next(iter(client.query(f"SELECT COUNT(*) AS n FROM `{table_ref}`").result()))
+    return int(row["n"])
+
+
+def _events_in(log: Path) -> int:
+    """Return the events the loader's batches took in so far, from its log.
+
+    Notes:
+        From the log rather than ``/metrics``: polling its HTTP server costs the driver CPU.
+    """
+    return sum(int(n) for n in _BATCH_EVENTS.findall(log.read_text(errors="replace")))
+
+
+_BATCH_EVENTS = re.compile(r"batch loaded .*? events=(\d+)")
+
+
+def _wait(process: subprocess.Popen[bytes], log: Path, done: Any, timeout_s: float) -> float:
+    """Poll ``done()`` every 0.2 s; return when it held; exit if the loader died."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if process.poll() is not None:
+            raise SystemExit(f"the loader exited ({process.returncode}); see {log}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the loader did not get there in {timeout_s:.0f} s; see {log}")
+        time.sleep(0.2)
+    return time.monotonic()
+
+
+def _transform_us(config: WorkerConfig, lines: list[str]) -> float:
+    """Return this thread's CPU-µs per line for the bare transform (warm caches)."""
+    builder = RowBuilder(build_resolver(config), ColumnMode.FULL)
+    processor = Processor("plowline-loader-bench", "0.0.0")
+    run_transform(builder, processor, lines[:2000])  # warm: resolver cache, casters
+    started = time.thread_time()
+    run_transform(builder, processor, lines)
+    return (time.thread_time() - started) * 1e6 / len(lines)
+
+
+def _round(stack: LocalStack, root: Path, args: argparse.Namespace, seed: int) -> Round:
+    config_file, resolver_file, table_ref, topic = _rig(stack, root)
+    warmup, backlog = build_lines(args.warmup, seed), build_lines(args.events, seed + 1)
+    _publish(stack, topic, warmup)
+    port = free_port()
+    argv = [str(LOADER), "run", "--config", str(config_file), "--resolver", str(resolver_file)]
+    argv += ["--checkpoint", str(root / "checkpoint"), "--port", str(port)]
+    if args.max_messages is not None:
+        argv += ["--max-messages", str(args.max_messages)]
+    env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
+    log = root / "loader.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    started = time.monotonic()
+    cpu = TreeCpu(process.pid, {server.pid for server in stack.servers.values()})
+    snapshot = cpu.snapshot
+    try:
+        first_at = _wait(process, log, lambda: _count(stack, table_ref) > 0, 300)
+        at_first = snapshot()
+        _wait(process, log, lambda: _events_in(log) >= args.warmup, 300)
+        time.sleep(2.0)  # let the last batch's acks and the worker hand-backs settle
+        profilers = None
+        if args.profile:  # before the freeze: jcmd cannot attach to a stopped JVM
+            profilers = Profilers(args.profile, process.pid, snapshot().jvm_pid, root)
+            cpu.not_adopted.add(profilers.pid)
+        os.killpg(process.pid, signal.SIGSTOP)
+        try:
+            _publish(stack, topic, backlog)
+        finally:
+            before = snapshot()
+            os.killpg(process.pid, signal.SIGCONT)
+        total = args.warmup + args.events
+        resumed = time.monotonic()
+        drained_at = _wait(process, log, lambda: _events_in(log) >= total, 600)
+        after = snapshot()
+        if profilers is not None:
+            profilers.stop()
+        time.sleep(args.idle_seconds)
+        idle = snapshot().minus(after)
+    finally:
+        cpu.close()
+        os.killpg(process.pid, signal.SIGCONT)  # in case the publish failed while frozen
+        process.send_signal(signal.SIGTERM)  # the driver alone: it stops Spark gracefully
+        process.wait(120)
+    drain = after.minus(before)
+    per_event = {kind: drain.by_kind[kind] * 1e6 / args.events for kind in KINDS}
+    per_event["total"] = drain.total * 1e6 / args.events
+    _print_threads(drain)
+    config = _worker_config(config_file, resolver_file)
+    return Round(
+        first_row_s=first_at - started,
+        startup_cpu_s=at_first.total,
+        drain_s=drained_at - resumed,
+        per_event_us=per_event,
+        idle_cores=idle.total / args.idle_seconds,
+        transform_us=_transform_us(config, backlog),
+    )
+
+
+def _worker_config(config_file: Path, resolver_file: Path) -> WorkerConfig:
+    from plowline_loader.bootstrap import worker_config
+    from plowline_loader.settings import load_settings
+
+    settings = load_settings({"config": str(config_file), "resolver": str(resolver_file)})
+    return worker_config(settings, "0.0.0")
+
+
+def _print_threads(drain: Snapshot) -> None:
+    """Print the JVM threads that used the most CPU during the drain."""
+    top = Counter({name: cpu for name, cpu in drain.jvm_threads.items() if cpu > 0})
+    parts = [f"{name} {cpu:.2f}" for name, cpu in top.most_common(6)]
+    print("    JVM threads during the drain (CPU-s): " + ", ".join(parts), flush=True)
+
+
+def main() -> None:
+    """Run the rounds (and the profiled round) and print the medians."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=30_000, help="backlog drained (30000)")
+    parser.add_argument("--warmup", type=int, default=5_000, help="events before it (5000)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="measured rounds; medians (3; 0: only --profile's)"
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=10.0, help="idle window after the drain (10)"
+    )
+    parser.add_argument(
+        "--max-messages",
+        type=int,
+        help="the loader's --max-messages: messages per partition per micro-batch "
+        "(default: the loader's own, 5000)",
+    )
+    parser.add_argument(
+        "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
+    )
+    args = parser.parse_args()
+    adopt_orphans()
+    root = Path(tempfile.mkdtemp(prefix="plowline-bench-cpu-"))
+    stack = start_stack(root / "stack", StackConfig())
+    rounds: list[Round] = []
+    try:
+        for number in range(args.rounds):
+            measured = argparse.Namespace(**{**vars(args), "profile": None})
+            rounds.append(_round(stack, root / f"round-{number}", measured, seed=10 * number))
+            r = rounds[-1]
+            kinds = ", ".join(f"{k} {v:.1f}" for k, v in r.per_event_us.items())
+            print(
+                f"  round {number + 1}: CPU-µs/event {kinds}; transform {r.transform_us:.1f}; "
+                f"drain {r.drain_s:.1f} s; idle {r.idle_cores:.3f} cores; "
+                f"start-up {r.startup_cpu_s:.1f} CPU-s, first row {r.first_row_s:.1f} s",
+                flush=True,
+            )
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+            _round(stack, root / "profiled", args, seed=99)
+    finally:
+        stack.stop()
+    if rounds:
+        _report(rounds, args)
+
+
+def _report(rounds: list[Round], args: argparse.Namespace) -> None:
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    loader = median([r.per_event_us["total"] for r in rounds])
+    transform = median([r.transform_us for r in rounds])
+    share = median([r.transform_us / r.per_event_us["total"] for r in rounds])
+    print(f"plowline loader CPU: {args.events:,} backlog after {args.warmup:,} warm-up, ", end="")
+    print(f"median of {len(rounds)} rounds")
+    print(f"  loader CPU per event (steady state)  {loader:8.1f} µs")
+    for kind in KINDS:
+        print(f"    {kind:<34} {median([r.per_event_us[kind] for r in rounds]):8.1f} µs")
+    print(
+        f"  drain rate                           {median([args.events / r.drain_s for r in rounds]):8.0f} events/s"
+    )
+    print(f"  bare transform CPU per event         {transform:8.1f} µs")
+    print(f"  transform's share (transform/loader) {share:8.2f}")
+    print(
+        f"  idle CPU                             {median([r.idle_cores for r in rounds]):8.3f} cores"
+    )
+    print(
+        f"  start-up CPU (to the first row)      {median([r.startup_cpu_s for r in rounds]):8.1f} s"
+    )
+    print(
+        f"  start → first row                    {median([r.first_row_s for r in rounds]):8.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
