@@ -5,7 +5,9 @@
   ``iglu:com.snowplowanalytics.snowplow/shredded_type/jsonschema/1-0-0`` form, whose ``data``
   is one ``{"schema", "location"}`` object (as Iglu Central defines it) or an array of them.
 - failedInserts topic (loader → repeater): the BigQuery-JSON row exactly as it was sent.
-  Decoding needs ``event_id`` (insertId on retry) and ``etl_tstamp`` (the backoff clock).
+  Decoding needs ``event_id`` (insertId on retry); ``etl_tstamp`` is read when present (an
+  event may have none: the loader loads it with a NULL etl_tstamp, so its failed insert must
+  come back too; the repeater's backoff counts from the message's publish time, not from it).
 
 Notes:
     Pure. A payload that cannot be read is a ``MessageError`` value, never an exception.
@@ -39,12 +41,12 @@ class FailedInsert:
     """A row the table rejected, as read back by the repeater.
 
     Notes:
-        ``etl_tstamp`` is parsed to an aware UTC datetime (backoff is computed from it);
+        ``etl_tstamp`` is parsed to an aware UTC datetime, None when the row has none;
         ``row`` is the whole row, unchanged, ready to insert again.
     """
 
     event_id: str
-    etl_tstamp: datetime
+    etl_tstamp: datetime | None
     row: dict[str, Any]
 
 
@@ -80,7 +82,7 @@ def encode_failed_insert(row: Mapping[str, Any]) -> bytes:
 
 
 def decode_failed_insert(data: bytes) -> FailedInsert | MessageError:
-    """Read a failed-insert payload; it must be an object with event_id and etl_tstamp."""
+    """Read a failed-insert payload: an object with event_id, and etl_tstamp null or ISO."""
     row = _json(data)
     if isinstance(row, MessageError):
         return row
@@ -89,8 +91,9 @@ def decode_failed_insert(data: bytes) -> FailedInsert | MessageError:
     event_id = row.get("event_id")
     if not isinstance(event_id, str) or not event_id:
         return MessageError(f"failed insert: event_id must be a non-empty string, got {event_id!r}")
-    etl_tstamp = _timestamp(row.get("etl_tstamp"))
-    if etl_tstamp is None:
+    stamp = row.get("etl_tstamp")
+    etl_tstamp = None if stamp is None else _timestamp(stamp)
+    if stamp is not None and etl_tstamp is None:
         return MessageError(
             f"failed insert {event_id}: etl_tstamp must be an ISO timestamp, got {row.get('etl_tstamp')!r}"
         )
