@@ -1,0 +1,121 @@
+"""The verdict of a chaos run: exact per event id, duplicates judged by what the write mode promises.
+
+Every mode must place each published event once and rightly: each good event a table
+row, each malformed line a bad row, nothing missing, nothing unexpected, nothing
+dead-ended (no chaos event is meant never to fit). The pipeline must settle within the
+settle timeout, and every service must still run at the end (a crash of its own is a
+failure; only the kills are allowed).
+
+Duplicates are always counted and printed: table rows, bad rows and dead-end rows that
+share an event id. What fails the run depends on the mode:
+
+- ``insert-all`` and ``exactly-once`` promise no duplicate row (insertId within BigQuery's
+  de-duplication window; offsets and a ledger of committed event ids): any duplicate
+  row fails the run.
+- ``write-api-default`` and ``file-loads`` have no de-duplication in BigQuery (no insertId,
+  no offsets on ``_default``, none for load jobs): a batch written but not acked before a
+  SIGKILL, or redelivered by Pub/Sub, is written again. Duplicate rows are the documented
+  at-least-once cost there; they are reported, and fail the run only beyond
+  :data:`AT_LEAST_ONCE_MAX_SHARE` of the good events (more than the kills and the fault
+  plan's redeliveries can explain).
+- Bad rows travel Pub/Sub → Cloud Storage, which has no de-duplication in any mode (as in
+  Snowplow): a loader killed after publishing a batch's bad rows but before its ack
+  publishes them again. Duplicate bad rows are reported, never a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plowline_devstack.chaos import ChaosReport
+
+AT_LEAST_ONCE_MAX_SHARE = 0.05
+"""Duplicate rows allowed in an at-least-once mode, as a share of the good events."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosVerdict:
+    """PASS or FAIL of one chaos run, with every reason for a FAIL."""
+
+    report: ChaosReport
+    failures: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when nothing failed."""
+        return not self.failures
+
+
+def verdict(report: ChaosReport) -> ChaosVerdict:
+    """Judge ``report`` by the rules of this module."""
+    failures: list[str] = []
+    if report.error:
+        failures.append(f"the run stopped: {report.error}")
+    plan = report.plan
+    if report.accounting is None:
+        return ChaosVerdict(report, (*failures, "no accounting was read"))
+    acc = report.accounting
+    done = {kill.kill for kill in report.kills}
+    if len(done) < len(report.schedule):
+        failures.append(f"only {len(done)} of {len(report.schedule)} planned kills happened")
+    if report.settle_s is None:
+        failures.append(f"not settled within {plan.settle_timeout:g} s")
+    if report.not_running:
+        failures.append(f"not running at the end: {', '.join(report.not_running)}")
+    wrong = {
+        "missing": len(acc.missing),
+        "unexpected": len(acc.unexpected),
+        "misplaced": len(acc.misplaced),
+        "dead-ended": len(acc.dead_ended),
+        "good events not a row": len(acc.good - acc.in_table),
+        "malformed lines not a bad row": len(acc.bad - acc.in_bad_rows),
+    }
+    failures += [f"{what}: {count}" for what, count in wrong.items() if count]
+    if plan.mode.deduplicates and acc.duplicates:
+        failures.append(f"{acc.duplicates} duplicate rows in {plan.mode.name}, which de-duplicates")
+    allowed = int(AT_LEAST_ONCE_MAX_SHARE * len(acc.good))
+    if not plan.mode.deduplicates and acc.duplicates > allowed:
+        failures.append(
+            f"{acc.duplicates} duplicate rows: more than {allowed} "
+            f"({AT_LEAST_ONCE_MAX_SHARE:.0%} of the good events) that at least once explains"
+        )
+    return ChaosVerdict(report, tuple(failures))
+
+
+def report_lines(judged: ChaosVerdict) -> list[str]:
+    """Return the run's figures and verdict as printed lines, PASS/FAIL last."""
+    report = judged.report
+    plan = report.plan
+    out = [
+        f"write mode                       {plan.mode.name}",
+        f"faults on                        {', '.join(plan.faults.names()) or 'none'}",
+        f"events published                 {report.published:>8}",
+        f"kills (SIGKILL, then restart)    {len(report.kills):>8}",
+    ]
+    for done in report.kills:
+        restart = "-" if done.restart_s is None else f"{done.restart_s:.1f} s"
+        out.append(
+            f"    {done.killed_at:7.1f} s  {done.kill.service:<10} (planned {done.kill.at:.1f} s)"
+            f"  restart {restart}"
+        )
+    settle = "-" if report.settle_s is None else f"{report.settle_s:.1f} s"
+    out += [
+        f"publishing took                  {report.publish_s:>8.1f} s",
+        f"settle time after the last kill  {settle:>10}",
+        f"wall time of the run             {report.wall_s:>8.1f} s",
+    ]
+    acc = report.accounting
+    if acc is not None:
+        out += [
+            f"rows (distinct event ids)        {len(acc.in_table):>8}",
+            f"bad rows (distinct event ids)    {len(acc.in_bad_rows):>8}",
+            f"dead-ended                       {len(acc.dead_ended):>8}",
+            f"duplicate rows                   {acc.duplicates:>8}",
+            f"duplicate bad rows               {acc.duplicate_bad_rows:>8}",
+            f"duplicate dead-end rows          {acc.duplicate_dead_ends:>8}",
+        ]
+    rule = "must be 0" if plan.mode.deduplicates else "at least once: reported"
+    out.append(f"duplicate rows rule              {rule}")
+    out += [f"    FAIL because {reason}" for reason in judged.failures]
+    out.append(f"{'PASS' if judged.passed else 'FAIL'}: chaos in {plan.mode.name}")
+    return out
