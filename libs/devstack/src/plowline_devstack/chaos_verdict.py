@@ -14,10 +14,11 @@ share an event id. What fails the run depends on the mode:
   row fails the run.
 - ``write-api-default`` and ``file-loads`` have no de-duplication in BigQuery (no insertId,
   no offsets on ``_default``, none for load jobs): a batch written but not acked before a
-  SIGKILL, or redelivered by Pub/Sub, is written again. Duplicate rows are the documented
-  at-least-once cost there; they are reported, and fail the run only beyond
-  :data:`AT_LEAST_ONCE_MAX_SHARE` of the good events (more than the kills and the fault
-  plan's redeliveries can explain).
+  SIGKILL, or redelivered by Pub/Sub, is written again, all of it. That is the documented
+  at-least-once contract of those modes (``plowline_cloud.sinks``), and no bound follows
+  from it that is tighter than "every row of every batch in flight at each kill, plus
+  every redelivery": the duplicate rows are reported (and are figures of the run), never
+  a failure. Loss is a failure there as everywhere.
 - Bad rows travel Pub/Sub → Cloud Storage, which has no de-duplication in any mode (as in
   Snowplow): a loader killed after publishing a batch's bad rows but before its ack
   publishes them again. Duplicate bad rows are reported, never a failure.
@@ -29,8 +30,9 @@ from dataclasses import dataclass
 
 from plowline_devstack.chaos import ChaosReport
 
-AT_LEAST_ONCE_MAX_SHARE = 0.05
-"""Duplicate rows allowed in an at-least-once mode, as a share of the good events."""
+SETTLE_GOAL_S = 60.0
+"""Issue 14's goal for the settle time; a figure of the run, not part of its verdict (the
+settle timeout is): on a loaded machine a restart alone can take longer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +75,6 @@ def verdict(report: ChaosReport) -> ChaosVerdict:
     failures += [f"{what}: {count}" for what, count in wrong.items() if count]
     if plan.mode.deduplicates and acc.duplicates:
         failures.append(f"{acc.duplicates} duplicate rows in {plan.mode.name}, which de-duplicates")
-    allowed = int(AT_LEAST_ONCE_MAX_SHARE * len(acc.good))
-    if not plan.mode.deduplicates and acc.duplicates > allowed:
-        failures.append(
-            f"{acc.duplicates} duplicate rows: more than {allowed} "
-            f"({AT_LEAST_ONCE_MAX_SHARE:.0%} of the good events) that at least once explains"
-        )
     return ChaosVerdict(report, tuple(failures))
 
 
@@ -99,9 +95,12 @@ def report_lines(judged: ChaosVerdict) -> list[str]:
             f"  restart {restart}"
         )
     settle = "-" if report.settle_s is None else f"{report.settle_s:.1f} s"
+    if report.settle_s is not None:
+        met = "met" if report.settle_s <= SETTLE_GOAL_S else "MISSED"
+        settle += f"   (goal <= {SETTLE_GOAL_S:g} s: {met})"
     out += [
         f"publishing took                  {report.publish_s:>8.1f} s",
-        f"settle time after the last kill  {settle:>10}",
+        f"settle time after the last kill  {settle}",
         f"wall time of the run             {report.wall_s:>8.1f} s",
     ]
     acc = report.accounting
