@@ -39,19 +39,23 @@ def test_chaos_verdict_passes_every_event_placed_once(mode: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "failures"),
+    ("mode", "spread", "failures"),
     [
-        pytest.param("insert-all", ("1 duplicate rows in insert-all, which de-duplicates",), id="insert-all"),
-        pytest.param("exactly-once", ("1 duplicate rows in exactly-once, which de-duplicates",), id="exactly-once"),
-        pytest.param("write-api-default", (), id="write-api-default"),
-        pytest.param("file-loads", (), id="file-loads"),
+        pytest.param("exactly-once", 5.0, ("1 duplicate rows in exactly-once, which de-duplicates at any distance",), id="exactly-once-near"),
+        pytest.param("exactly-once", 900.0, ("1 duplicate rows in exactly-once, which de-duplicates at any distance",), id="exactly-once-far"),
+        pytest.param("insert-all", 5.0, ("1 duplicate rows in insert-all, which de-duplicates within 60 s",), id="insert-all-inside-window"),
+        pytest.param("insert-all", 90.0, (), id="insert-all-outside-window"),
+        pytest.param("write-api-default", 5.0, (), id="write-api-default"),
+        pytest.param("file-loads", 5.0, (), id="file-loads"),
     ],
 )  # fmt: skip
-def test_chaos_verdict_fails_a_duplicate_row_only_where_the_mode_deduplicates(
-    mode: str, failures: tuple[str, ...]
+def test_chaos_verdict_fails_a_duplicate_row_only_where_the_mode_deduplicates_it(
+    mode: str, spread: float, failures: tuple[str, ...]
 ) -> None:
-    """A duplicate row fails insert-all and exactly-once; at-least-once modes report it."""
-    assert failures == verdict(_report(mode, [*GOOD, "g7"])).failures
+    """A duplicate fails exactly-once always, insert-all inside its insertId window, no other mode."""
+    report = _report(mode, [*GOOD, "g7"])
+    report.copies = {"g7": (2, spread)}
+    assert failures == verdict(report).failures
 
 
 def test_chaos_verdict_reports_duplicate_bad_rows_without_failing() -> None:

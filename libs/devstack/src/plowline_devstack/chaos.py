@@ -97,6 +97,8 @@ class ChaosReport:
     accounting: Accounting | None = None
     not_running: list[str] = field(default_factory=list)
     error: str | None = None
+    copies: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Per event id held more than once: copies, seconds between their load_tstamps."""
 
 
 def kill_schedule(
@@ -253,6 +255,8 @@ def _drive(run: DemoRun, plan: ChaosPlan, report: ChaosReport, killer: Killer, s
         say(f"waiting {plan.linger:g} s more for late copies (redeliveries, resends)")
         time.sleep(plan.linger)
     report.accounting = run.account(lines)
+    if report.accounting.duplicates:
+        report.copies = run.reader.duplicate_copies()
     report.not_running = [name for name, service in run.services.items() if not service.alive()]
 
 

@@ -7,10 +7,10 @@ redelivery. :func:`write_config` writes the demo's ``config.json`` with that ``l
 
     name                load                                de-duplicates a re-sent row
     ──────────────────  ──────────────────────────────────  ────────────────────────────────
-    insert-all          STREAMING_INSERTS                   yes: insertId = event_id, ~60 s
-    exactly-once        STORAGE_WRITE_API, exactly-once     yes: PENDING streams + ledger
-    write-api-default   STORAGE_WRITE_API, default          no: _default has no offsets
-    file-loads          FILE_LOADS                          no: a load job has no insertId
+    insert-all          STREAMING_INSERTS                   within 60 s: insertId = event_id
+    exactly-once        STORAGE_WRITE_API, exactly-once     always: PENDING streams + ledger
+    write-api-default   STORAGE_WRITE_API, default          never: _default has no offsets
+    file-loads          FILE_LOADS                          never: a load job has no insertId
 
 Notes:
     In the two modes that do not de-duplicate, a batch the loader wrote but could not ack
@@ -21,6 +21,7 @@ Notes:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,17 +29,23 @@ from typing import Any
 
 STAGING_BUCKET = "plowline-staging"
 """The bucket FILE_LOADS stages its NDJSON objects in (provisioned for that mode only)."""
+INSERT_ID_WINDOW_S = 60.0
+"""BigQuery's best-effort insertId de-duplication, "up to one minute" (the local stack's too)."""
 FILE_LOADS_TRIGGER_S = 5
 """Seconds between FILE_LOADS micro-batches on the local stack (Snowplow's minimum is 100)."""
 
 
 @dataclass(frozen=True, slots=True)
 class WriteMode:
-    """One ``load`` of the config, what the loader needs beside it, and its duplicate rule."""
+    """One ``load`` of the config, what the loader needs beside it, and its duplicate rule.
+
+    ``dedup_window_s``: how long after a row is stored a re-sent copy is dropped (``inf``:
+    always; None: never, at least once).
+    """
 
     name: str
     load: Mapping[str, Any]
-    deduplicates: bool
+    dedup_window_s: float | None
     summary: str
     loader_env: Mapping[str, str] = field(default_factory=dict)
     buckets: tuple[str, ...] = ()
@@ -50,25 +57,25 @@ WRITE_MODES: Mapping[str, WriteMode] = {
         WriteMode(
             "insert-all",
             {"mode": "STREAMING_INSERTS", "retry": False},
-            True,
+            INSERT_ID_WINDOW_S,
             "insertAll (streaming inserts); insertId = event_id, de-duplicated for ~60 s",
         ),
         WriteMode(
             "exactly-once",
             {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"},
-            True,
+            math.inf,
             "Storage Write API, PENDING streams committed behind a ledger of event ids",
         ),
         WriteMode(
             "write-api-default",
             {"mode": "STORAGE_WRITE_API", "stream": "default"},
-            False,
+            None,
             "Storage Write API, the table's _default stream (at least once)",
         ),
         WriteMode(
             "file-loads",
             {"mode": "FILE_LOADS", "frequency": 100},
-            False,
+            None,
             f"load jobs of NDJSON staged in gs://{STAGING_BUCKET}, every "
             f"{FILE_LOADS_TRIGGER_S} s (at least once)",
             {
