@@ -34,6 +34,7 @@ from pathlib import Path
 
 from plowline_core.errors import PlowlineError
 
+from plowline_devstack.chaos_tap import FailedInsertTap
 from plowline_devstack.demo_report import Accounting
 from plowline_devstack.demo_run import EXAMPLES, DemoRun
 from plowline_devstack.demo_services import SERVICE_NAMES
@@ -99,6 +100,8 @@ class ChaosReport:
     error: str | None = None
     copies: dict[str, tuple[int, float]] = field(default_factory=dict)
     """Per event id held more than once: copies, seconds between their load_tstamps."""
+    refused: frozenset[str] = frozenset()
+    """Event ids the loader refused at least once (sent to the repeater)."""
 
 
 def kill_schedule(
@@ -219,6 +222,7 @@ def run_chaos(plan: ChaosPlan, work_dir: Path, say: Say) -> ChaosReport:
 
 
 def _drive(run: DemoRun, plan: ChaosPlan, report: ChaosReport, killer: Killer, say: Say) -> None:
+    tap = FailedInsertTap(run.stack) if run.stack is not None else None
     lines = chaos_lines(plan.events, plan.seed, datetime.now(UTC))
     malformed = sum(1 for g in lines if not g.good)
     say(
@@ -257,6 +261,8 @@ def _drive(run: DemoRun, plan: ChaosPlan, report: ChaosReport, killer: Killer, s
     report.accounting = run.account(lines)
     if report.accounting.duplicates:
         report.copies = run.reader.duplicate_copies()
+    if tap is not None:
+        report.refused = frozenset(tap.event_ids() & report.accounting.good)
     report.not_running = [name for name, service in run.services.items() if not service.alive()]
 
 

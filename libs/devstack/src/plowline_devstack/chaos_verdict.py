@@ -146,6 +146,12 @@ def report_lines(judged: ChaosVerdict) -> list[str]:
             f"    copies' load_tstamps apart: {spreads[0]:.1f} s to {spreads[-1]:.1f} s;"
             f" {outside} duplicate rows more than {window:g} s apart"
         )
+    if acc is not None:
+        through = sum(c - 1 for i, (c, _) in report.copies.items() if i in report.refused)
+        out.append(
+            f"refused by the loader at least once {len(report.refused):>8}"
+            f"   (events sent to the repeater; {through} of the duplicate rows are theirs)"
+        )
     out += [f"    FAIL because {reason}" for reason in judged.failures]
     out.append(f"{'PASS' if judged.passed else 'FAIL'}: chaos in {plan.mode.name}")
     return out
