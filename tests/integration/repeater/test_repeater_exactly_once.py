@@ -75,3 +75,19 @@ def test_repeater_reinsert_then_loader_redelivery_commits_one_row(
     expected = ([InsertReason.UNKNOWN_FIELD], [], [], 1)
     actual = ([f.reason for f in refused], repeated, redelivered, int(count[0]))
     assert expected == actual
+
+
+def test_repeater_reinsert_of_a_failed_insert_delivered_twice_commits_one_row(
+    local_stack: LocalStack, table: str
+) -> None:
+    """One failed insert delivered twice (a Pub/Sub duplicate) in one re-insert: 1 row, not 2."""
+    bq = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    row = Row("e2", {"event_id": "e2", "n": 2})
+    again = Row("e2", {"event_id": "e2", "n": 2})
+    store = BigQueryTableSchemaStore(bq, table, 1.0, FixedClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    sink = reinsert_sink(EXACTLY_ONCE, bq, table, store, local_stack.endpoints.bigquery_grpc_target)
+    failures = sink.insert([row, again])
+    sql = f"SELECT COUNT(*) FROM `{table}` WHERE event_id = 'e2'"
+    [count] = list(bq.query(sql, retry=RETRY, job_retry=None).result(retry=RETRY, timeout=60))
+    expected: tuple[list[object], int] = ([], 1)
+    assert expected == (failures, int(count[0]))

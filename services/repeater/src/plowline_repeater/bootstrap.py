@@ -6,7 +6,8 @@ Notes:
     ``stream`` exactly-once), where they go through the loader's ledger of event ids
     (``reinsert_sink``): a loader batch redelivered after the repeater re-inserted one of
     its refused rows (a crash before its ack, a Pub/Sub duplicate) then finds the row in
-    the ledger instead of committing it a second time. Left open, as for the loader: the
+    the ledger instead of committing it a second time; and two deliveries of one failed
+    insert held in one re-insert are written once (``DistinctRowSink``). Left open, as for the loader: the
     repeater and a redelivered loader batch preparing the same event id at the same moment. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
@@ -41,6 +42,7 @@ from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
+from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.pipeline_config import PipelineConfig
@@ -107,7 +109,8 @@ def reinsert_sink(
 
         ledger = ledger_table or f"{table_ref}_ledger"  # the loader's default
         ensure_ledger(bigquery, ledger)
-        return ExactlyOnceSink(write_client(grpc_host), bigquery, table_ref, ledger, schema)
+        sink = ExactlyOnceSink(write_client(grpc_host), bigquery, table_ref, ledger, schema)
+        return DistinctRowSink(sink)  # a failed insert delivered twice, held in one insert
     return BigQueryRowSink(bigquery, table_ref, schema)
 
 
