@@ -12,6 +12,9 @@ Notes:
     partition and acks when it returns. ``ExactlyOnceSink`` also satisfies
     ``BatchCommitSink``: ``prepare`` per partition, then one ``commit`` per micro-batch
     (all partitions' events streams in one atomic BatchCommitWriteStreams).
+    ``ExactlyOnceSink`` recognises ids committed by an earlier call, not two copies in
+    one call: ``plowline_core.distinct_rows.DistinctRowSink`` writes each insert id once per call (the loader and the
+    repeater wrap it so in exactly-once mode).
 """
 
 from __future__ import annotations

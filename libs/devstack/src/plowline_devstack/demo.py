@@ -9,6 +9,10 @@ legacy orders whose column an operator made by hand with the wrong type, which e
 dead-end bucket. Prints a summary read from BigQuery, Cloud Storage and the services'
 ``/metrics`` with a PASS/FAIL line, and stops everything (unless ``--keep``).
 
+With ``--chaos`` it runs the chaos scenario instead (``demo_chaos.py``): faults on in the
+stack, every service SIGKILLed and restarted at random while events flow, in one write mode
+or all of them.
+
 Exit codes: 0 PASS, 1 FAIL (counts do not add up, or a timeout), 2 could not start.
 """
 
@@ -26,6 +30,7 @@ from types import FrameType
 
 from plowline_core.errors import PlowlineError
 
+from plowline_devstack import demo_chaos
 from plowline_devstack.cli import Command
 from plowline_devstack.demo_conflict import describe
 from plowline_devstack.demo_progress import watch
@@ -73,9 +78,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DATA_DIR,
         help="stack data, service logs and checkpoints; emptied first (default %(default)s)",
     )
+    demo_chaos.configure(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.chaos:
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            return demo_chaos.run(args)
+        except KeyboardInterrupt:
+            print("\nplowline demo --chaos: interrupted", file=sys.stderr)
+            return 130
     began = time.monotonic()
     err = sys.stderr
 

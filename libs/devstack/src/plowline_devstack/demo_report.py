@@ -82,6 +82,18 @@ class SystemsReader:
             str(row[0]) for row in self.query(f"SELECT event_id FROM `{self._stack.table_ref}`")
         ]
 
+    def duplicate_copies(self) -> dict[str, tuple[int, float]]:
+        """Return, per event id held more than once: its copies, seconds between their load_tstamps."""
+        sql = (
+            "SELECT event_id, COUNT(*), "
+            "TIMESTAMP_DIFF(MAX(load_tstamp), MIN(load_tstamp), MILLISECOND) "
+            f"FROM `{self._stack.table_ref}` GROUP BY event_id HAVING COUNT(*) > 1"
+        )
+        return {
+            str(event_id): (int(copies), float(spread or 0) / 1000.0)
+            for event_id, copies, spread in self.query(sql)
+        }
+
     def columns(self) -> list[str]:
         """Return the events table's top-level column names, in order."""
         table = self._bigquery.get_table(

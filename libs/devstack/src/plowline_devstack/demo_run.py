@@ -6,7 +6,9 @@ the stack, creates the events table, launches the services as processes
 (``demo_report.py``), can add the operator's hand-made conflicting column
 (``demo_conflict.py``) and restart the repeater with another backoff. With ``workers``
 it starts a Spark standalone cluster beside the stack and submits the loader to it
-(``demo_cluster.py``).
+(``demo_cluster.py``). With ``faults`` the stand-ins fail as Google's services can
+(``faults.py``); ``config`` picks another Snowplow config (another ``load.mode``) and
+``buckets`` adds buckets (the FILE_LOADS staging bucket): ``chaos.py`` uses all three.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from plowline_devstack.demo_services import (
     wait_ready,
     with_backoff,
 )
+from plowline_devstack.faults import NO_FAULTS, FaultPlan
 from plowline_devstack.generate import DEAD_END, GeneratedLine, publish
 from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
 from plowline_devstack.stack_config import StackConfig
@@ -66,8 +69,14 @@ class DemoRun:
         env: Mapping[str, str] | None = None,
         backoff: float = DEFAULT_BACKOFF_S,
         workers: int = 0,
+        faults: FaultPlan = NO_FAULTS,
+        config: Path | None = None,
+        buckets: Sequence[str] = (),
     ) -> None:
         self.work_dir = work_dir.resolve()
+        self.faults = faults
+        self.config = config or EXAMPLES / "config.json"
+        self.extra_buckets = tuple(buckets)
         self.workers = workers
         self.cluster: SparkCluster | None = None
         self.outlive = outlive
@@ -91,10 +100,8 @@ class DemoRun:
     @property
     def paths(self) -> DemoPaths:
         """The configs, work directory and buckets the services use."""
-        buckets = self._stack().config.buckets
-        return DemoPaths(
-            EXAMPLES / "config.json", EXAMPLES / "resolver.json", self.work_dir, *buckets
-        )
+        buckets = self._stack().config.buckets[:2]  # dead end, bad rows; extra ones follow
+        return DemoPaths(self.config, EXAMPLES / "resolver.json", self.work_dir, *buckets)
 
     @property
     def log_dir(self) -> Path:
@@ -104,7 +111,13 @@ class DemoRun:
     def start(self, timeout: float = 180.0, say: Callable[[str], None] = lambda text: None) -> None:
         """Start the stack, create the table, start the services and wait until all are ready."""
         say("starting the local stack (Pub/Sub, BigQuery, Cloud Storage stand-ins)")
-        self.stack = stacks.start_stack(self.work_dir / "stack", StackConfig(), persistent=False)
+        defaults = StackConfig()
+        provisioned = StackConfig(buckets=(*defaults.buckets, *self.extra_buckets))
+        self.stack = stacks.start_stack(
+            self.work_dir / "stack", provisioned, persistent=False, faults=self.faults
+        )
+        if self.faults.faults:
+            say(f"faults on: {', '.join(self.faults.names())}")
         self._reader = SystemsReader(self.stack)
         self.initial_columns = self.reader.columns()
         env = service_env(self.stack, self.extra_env)
@@ -152,8 +165,15 @@ class DemoRun:
         return column
 
     def restart(self, name: str, *, kill: bool = True, timeout: float = 180.0) -> ServiceProcess:
-        """Kill (SIGKILL) or stop a service, start it again and wait until it is ready."""
+        """Kill (SIGKILL) or stop a service, start it again and wait until it is ready.
+
+        Notes:
+            The new process gets SIGTERM when the calling thread ends (``launch``): call it
+            from a thread that lives until :meth:`stop`.
+        """
         old = self.services[name]
+        if name == REPEATER:  # its counters go with it
+            self._reinserted_before += old.counter(_REINSERTED) or 0.0
         if kill:
             old.kill()
         else:
@@ -176,7 +196,6 @@ class DemoRun:
             them on: nothing is lost.
         """
         self.backoff = seconds
-        self._reinserted_before += self.services[REPEATER].counter(_REINSERTED) or 0.0
         self.specs[REPEATER] = with_backoff(self.specs[REPEATER], seconds)
         return self.restart(REPEATER, kill=False, timeout=timeout)
 

@@ -224,7 +224,9 @@ def launch(
 
     Notes:
         Unless ``outlive``, Linux sends the service SIGTERM when its parent dies, so a
-        killed demo or test session leaves no service behind.
+        killed demo or test session leaves no service behind. Linux sends it when the
+        *thread* that called ``launch`` ends (PR_SET_PDEATHSIG): launch from a thread
+        that lives as long as the service should.
     """
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{spec.name}.log"

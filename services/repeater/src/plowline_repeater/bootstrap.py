@@ -1,7 +1,14 @@
 """The composition root of ``plowline-repeater``: build the Google clients, wire, run.
 
 Notes:
-    The only place that builds Google clients. Shutdown (SIGTERM/SIGINT): stop taking new
+    The only place that builds Google clients. Re-inserts go through insertAll
+    (insertId = event_id), except in exactly-once mode (``load.mode`` STORAGE_WRITE_API,
+    ``stream`` exactly-once), where they go through the loader's ledger of event ids
+    (``reinsert_sink``): a loader batch redelivered after the repeater re-inserted one of
+    its refused rows (a crash before its ack, a Pub/Sub duplicate) then finds the row in
+    the ledger instead of committing it a second time; and two deliveries of one failed
+    insert held in one re-insert are written once (``DistinctRowSink``). Left open, as for the loader: the
+    repeater and a redelivered loader batch preparing the same event id at the same moment. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
 """
@@ -17,6 +24,7 @@ from contextlib import ExitStack, contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
@@ -33,10 +41,12 @@ from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
-from plowline_core.config import BigQueryConfig
+from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
+from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.pipeline_config import PipelineConfig
+from plowline_core.ports import RowSink
 
 from plowline_repeater.metrics import RepeaterMetrics
 from plowline_repeater.progress import ProgressBar
@@ -51,6 +61,9 @@ from plowline_repeater.replay import (
 from plowline_repeater.replay_plan import TimeWindow, select_objects
 from plowline_repeater.replay_report import render
 from plowline_repeater.settings import EmulatorSettings, RepeaterSettings, ReplaySettings
+
+if TYPE_CHECKING:
+    from google.cloud.bigquery import Client
 
 ARTIFACT = "plowline-repeater"
 _TICK_SECONDS = 0.5
@@ -81,6 +94,26 @@ def load_config(value: str | Path) -> PipelineConfig:
     return load_pipeline_config(value, "--config")
 
 
+def reinsert_sink(
+    load: LoadMode,
+    bigquery: Client,
+    table_ref: str,
+    schema: BigQueryTableSchemaStore,
+    grpc_host: str | None,
+    ledger_table: str | None = None,
+) -> RowSink:
+    """Return the sink the repeater re-inserts through (see the module notes)."""
+    if load.mode is LoadKind.STORAGE_WRITE_API and load.stream is WriteStreamKind.EXACTLY_ONCE:
+        from plowline_cloud.write_api import write_client
+        from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
+
+        ledger = ledger_table or f"{table_ref}_ledger"  # the loader's default
+        ensure_ledger(bigquery, ledger)
+        sink = ExactlyOnceSink(write_client(grpc_host), bigquery, table_ref, ledger, schema)
+        return DistinctRowSink(sink)  # a failed insert delivered twice, held in one insert
+    return BigQueryRowSink(bigquery, table_ref, schema)
+
+
 def subscription_path(project: str, name: str) -> str:
     """Return a full subscription path; a short name lives in the config's project."""
     return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
@@ -103,8 +136,16 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(bigquery, config.table_ref, settings.schema_refresh, clock)
     registry = MetricsRegistry("repeater")
+    sink = reinsert_sink(
+        config.load,
+        bigquery,
+        config.table_ref,
+        schema,
+        endpoints.bigquery_emulator_grpc_host,
+        settings.ledger_table,
+    )
     repeater = Repeater(
-        BigQueryRowSink(bigquery, config.table_ref, schema),
+        sink,
         schema,
         GcsBlobStore(
             storage_client(config.project_id, endpoints.storage_emulator_host), bucket, prefix

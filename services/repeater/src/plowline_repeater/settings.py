@@ -3,7 +3,8 @@
 Notes:
     Validated once at start (``extra="forbid"``). The emulator endpoints come from the
     variables the Google clients know (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``,
-    ``STORAGE_EMULATOR_HOST``); unset means Google Cloud.
+    ``STORAGE_EMULATOR_HOST``, and the devstack's ``BIGQUERY_EMULATOR_GRPC_HOST`` for the
+    Storage Write API in exactly-once mode); unset means Google Cloud.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class EmulatorSettings(BaseSettings):
         None, validation_alias=_env("BIGQUERY_EMULATOR_HOST")
     )
     storage_emulator_host: str | None = Field(None, validation_alias=_env("STORAGE_EMULATOR_HOST"))
+    bigquery_emulator_grpc_host: str | None = Field(
+        None, validation_alias=_env("BIGQUERY_EMULATOR_GRPC_HOST")
+    )
 
 
 class RepeaterSettings(BaseSettings):
@@ -61,6 +65,8 @@ class RepeaterSettings(BaseSettings):
     port: int = Field(8082, ge=0, le=65535)
     max_outstanding: PositiveInt = 1000
     schema_refresh: PositiveFloat = 1.0
+    #: exactly-once mode: the loader's ledger (its --ledger-table); unset: <events table>_ledger
+    ledger_table: str | None = None
     log_json: bool = True
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
