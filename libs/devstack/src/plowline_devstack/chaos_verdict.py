@@ -18,8 +18,9 @@ share an event id. What fails the run depends on the mode:
   duplicate fails the run when its copies were built less than the window apart
   (their ``load_tstamp``, stamped by the loader: the insertId did not work); copies
   further apart are reported as outside the window.
-- ``write-api-default`` and ``file-loads`` have no de-duplication in BigQuery (no insertId,
-  no offsets on ``_default``, none for load jobs): a batch written but not acked before a
+- ``write-api-default`` and ``file-loads`` have no de-duplication across deliveries in
+  BigQuery (the COMMITTED stream's offsets only settle a re-sent append; there is no
+  insertId, and none for load jobs): a batch written but not acked before a
   SIGKILL, or redelivered by Pub/Sub, is written again, all of it. That is the documented
   at-least-once contract of those modes (``plowline_cloud.sinks``), and no bound follows
   from it that is tighter than "every row of every batch in flight at each kill, plus

@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         choices=[*WRITE_MODES, ALL_MODES],
         metavar="MODE",
         help="how the loader writes to BigQuery: insert-all (streaming inserts), exactly-once "
-        "(Write API PENDING streams), write-api-default (the _default stream), file-loads "
+        "(Write API PENDING streams), write-api-default (load.stream default: a COMMITTED stream, rows visible at once), file-loads "
         "(load jobs), or all of them in turn (default %(default)s)",
     )
     group.add_argument(

@@ -9,7 +9,8 @@ redelivery. :func:`write_config` writes the demo's ``config.json`` with that ``l
     ──────────────────  ──────────────────────────────────  ────────────────────────────────
     insert-all          STREAMING_INSERTS                   within 60 s: insertId = event_id
     exactly-once        STORAGE_WRITE_API, exactly-once     always: PENDING streams + ledger
-    write-api-default   STORAGE_WRITE_API, default          never: _default has no offsets
+    write-api-default   STORAGE_WRITE_API, default          within one append (offsets),
+                                                            never across deliveries
     file-loads          FILE_LOADS                          never: a load job has no insertId
 
 Notes:
@@ -70,7 +71,7 @@ WRITE_MODES: Mapping[str, WriteMode] = {
             "write-api-default",
             {"mode": "STORAGE_WRITE_API", "stream": "default"},
             None,
-            "Storage Write API, the table's _default stream (at least once)",
+            "Storage Write API, a COMMITTED stream with offsets (at least once across deliveries)",
         ),
         WriteMode(
             "file-loads",
