@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.faults import parse_faults
-from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
 from plowline_devstack.pubsub.faults import PubSubFaults
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
@@ -35,15 +34,9 @@ ACK_DEADLINE_S = 10
 @pytest.fixture
 def refusing() -> Iterator[tuple[PubSubEmulator, PubSubFaults]]:
     """A Pub/Sub emulator refusing 20% of ack calls, each refusal a 2 s outage."""
-    plan = parse_faults(
-        {"seed": 9, "pubsub": {"acknowledge-unavailable": {"rate": 0.2, "seconds": 2}}}
-    )
-    faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
-    emulator = PubSubEmulator("127.0.0.1", 0, faults=faults)
-    port = emulator.start()
-    wait_until_ready("127.0.0.1", port, timeout=10)
-    yield emulator, faults
-    emulator.stop()
+    plan = {"seed": 9, "pubsub": {"acknowledge-unavailable": {"rate": 0.2, "seconds": 2}}}
+    with started_with_faults(plan) as started:
+        yield started
 
 
 def _provision(endpoint: str, rig: ModeRig, config: Any) -> str:

@@ -27,8 +27,7 @@ from plowline_core.messages import encode_types
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
-from plowline_devstack.faults import parse_faults
-from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
 from plowline_devstack.pubsub.faults import PubSubFaults
 from plowline_devstack.stack import LocalStack
 from plowline_mutator.listener import TypesListener
@@ -42,15 +41,9 @@ ACK_DEADLINE_S = 10
 @pytest.fixture
 def refusing() -> Iterator[tuple[PubSubEmulator, PubSubFaults]]:
     """A Pub/Sub emulator refusing half the ack calls, each refusal a 2 s outage."""
-    plan = parse_faults(
-        {"seed": 2, "pubsub": {"acknowledge-unavailable": {"rate": 0.5, "seconds": 2}}}
-    )
-    faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
-    emulator = PubSubEmulator("127.0.0.1", 0, faults=faults)
-    port = emulator.start()
-    wait_until_ready("127.0.0.1", port, timeout=10)
-    yield emulator, faults
-    emulator.stop()
+    plan = {"seed": 2, "pubsub": {"acknowledge-unavailable": {"rate": 0.5, "seconds": 2}}}
+    with started_with_faults(plan) as started:
+        yield started
 
 
 def test_every_type_gets_its_column_while_acks_are_refused(

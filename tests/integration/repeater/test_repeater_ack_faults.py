@@ -19,8 +19,7 @@ from typing import Any
 import orjson
 import pytest
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_devstack.faults import parse_faults
-from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
 from plowline_devstack.pubsub.faults import PubSubFaults
 
 DEAD_END = "plowline-dead-end"
@@ -31,15 +30,9 @@ ACK_DEADLINE_S = 10
 @pytest.fixture
 def refusing() -> Iterator[tuple[PubSubEmulator, PubSubFaults]]:
     """A Pub/Sub emulator refusing half the ack calls, each refusal a 2 s outage."""
-    plan = parse_faults(
-        {"seed": 4, "pubsub": {"acknowledge-unavailable": {"rate": 0.5, "seconds": 2}}}
-    )
-    faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
-    emulator = PubSubEmulator("127.0.0.1", 0, faults=faults)
-    port = emulator.start()
-    wait_until_ready("127.0.0.1", port, timeout=10)
-    yield emulator, faults
-    emulator.stop()
+    plan = {"seed": 4, "pubsub": {"acknowledge-unavailable": {"rate": 0.5, "seconds": 2}}}
+    with started_with_faults(plan) as started:
+        yield started
 
 
 def _row() -> dict[str, Any]:

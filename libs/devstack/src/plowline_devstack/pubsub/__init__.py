@@ -48,6 +48,6 @@ UpdateSubscription, DetachSubscription, message retention expiry, IAM.
 
 from __future__ import annotations
 
-from plowline_devstack.pubsub.server import PubSubEmulator, wait_until_ready
+from plowline_devstack.pubsub.server import PubSubEmulator, started_with_faults, wait_until_ready
 
-__all__ = ["PubSubEmulator", "wait_until_ready"]
+__all__ = ["PubSubEmulator", "started_with_faults", "wait_until_ready"]

@@ -1,9 +1,11 @@
-"""Run the emulator in-process: ``PubSubEmulator`` and ``wait_until_ready``."""
+"""Run the emulator in-process: ``PubSubEmulator``, ``wait_until_ready``, ``started_with_faults``."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping
 from concurrent import futures
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -12,6 +14,7 @@ from google.api_core import exceptions as core_exceptions
 from google.pubsub_v1 import PublisherClient
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
+from plowline_devstack.faults import parse_faults
 from plowline_devstack.pubsub.broker import Broker
 from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.journal import Journal, NullJournal, SqliteJournal
@@ -118,3 +121,23 @@ def wait_until_ready(host: str, port: int, timeout: float = 10.0) -> None:
                 time.sleep(0.1)
     finally:
         channel.close()
+
+
+@contextmanager
+def started_with_faults(
+    plan: Mapping[str, object],
+) -> Iterator[tuple[PubSubEmulator, PubSubFaults]]:
+    """Start an in-memory emulator on a free loopback port failing as ``plan`` says; stop it after.
+
+    ``plan`` is a fault plan as a fault file holds it (``{"seed": 4, "pubsub": {...}}``,
+    :mod:`plowline_devstack.faults`); the faults object is yielded too, for its counters.
+    """
+    parsed = parse_faults(plan)
+    faults = PubSubFaults(parsed.for_server("pubsub"), parsed.seed)
+    emulator = PubSubEmulator("127.0.0.1", 0, faults=faults)
+    port = emulator.start()
+    try:
+        wait_until_ready("127.0.0.1", port, timeout=10)
+        yield emulator, faults
+    finally:
+        emulator.stop()
