@@ -15,6 +15,13 @@ Protocol per micro-batch (``prepare`` per partition, then one ``commit``):
 5. On a redelivery the ledger names the stream: it is committed again. BigQuery answers
    "already committed" when step 4 had happened (rows are in once) and commits it now
    when the crash fell between 3 and 4 (rows land once, from the first attempt).
+6. Hand-over (``hand_over``): once the loader's failed-insert publish is durable, it
+   commits one ledger row of ``kind`` ``handed_over`` naming those event ids (no
+   stream). From then on the ids are the repeater's: a later copy reaching the loader
+   (a Pub/Sub duplicate arriving after the mutator added the column) is placed
+   already, acked and not written, even while the repeater's re-insert is in flight.
+   The repeater's sink (``honour_hand_overs=False``) ignores these marks: it owns the
+   ids; its own re-inserts are ledgered as rows, so its duplicates are still dropped.
 
 Notes:
     Why not one commit across both tables: BatchCommitWriteStreams commits streams of
@@ -28,12 +35,21 @@ Notes:
     exactly-once subscription, or remove the rare duplicate by ``event_id``). If a
     prepared PENDING stream expired before the redelivery (BigQuery drops uncommitted
     streams after a while), the events table itself is asked which ids landed.
+    What the hand-over leaves open: a crash (or a failing mark: the loader acks
+    anyway, the failed inserts being durable) after the failed-insert publish and
+    before the mark is committed leaves no mark, and a later copy of the id reaching
+    the loader while the repeater re-inserts it can still be written twice (both pass
+    the ledger check before either commits). The window is one ledger commit long.
+    Ledger schema: ``kind`` (NULLABLE STRING) was added for hand-overs; NULL is a rows
+    entry, so ledgers written before it read the same. ``ensure_ledger`` adds the
+    column to an existing ledger (``tables.patch`` allows adding a NULLABLE column);
+    a loader or repeater of an older version writes rows entries without it.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -55,7 +71,11 @@ LEDGER_FIELDS = (
     Field("stream", FieldType.STRING, Mode.REQUIRED),
     Field("event_ids", FieldType.STRING, Mode.REPEATED),
     Field("prepared_at", FieldType.TIMESTAMP),
+    Field("kind", FieldType.STRING),
 )
+HANDED_OVER = "handed_over"
+"""``kind`` of a ledger entry whose event ids the loader handed to the repeater."""
+_NO_STREAM = ""  # ``stream`` is REQUIRED; a hand-over entry names none
 _SEC = types.StorageError.StorageErrorCode
 
 
@@ -84,11 +104,19 @@ class _FixedSchema:
 
 
 def ensure_ledger(bq_client: bigquery.Client, ledger_ref: str | bigquery.TableReference) -> None:
-    """Create the ledger table when it does not exist."""
+    """Create the ledger table when it does not exist; add ``kind`` to an older one."""
     schema = [bigquery.SchemaField.from_api_repr(field.to_api()) for field in LEDGER_FIELDS]
     table = bigquery.Table(table_reference(bq_client, ledger_ref), schema=schema)
+    retry = DEFAULT_RETRY.with_deadline(60)
     with translated(f"create ledger {table.table_id}"):
-        bq_client.create_table(table, exists_ok=True, retry=DEFAULT_RETRY.with_deadline(60))
+        live = bq_client.create_table(table, exists_ok=True, retry=retry)
+    present = {field.name for field in live.schema}
+    missing = [field for field in schema if field.name not in present]
+    if not missing:
+        return
+    live.schema = [*live.schema, *missing]  # NULLABLE additions only: tables.patch allows them
+    with translated(f"add {', '.join(f.name for f in missing)} to ledger {table.table_id}"):
+        bq_client.update_table(live, ["schema"], retry=retry)
 
 
 class ExactlyOnceSink:
@@ -104,6 +132,7 @@ class ExactlyOnceSink:
         *,
         lookback_days: int = 8,
         fresh_streams: int = 3,
+        honour_hand_overs: bool = True,
         **options: Any,
     ) -> None:
         self._client = write_client
@@ -112,6 +141,7 @@ class ExactlyOnceSink:
         self._ledger = table_reference(bq_client, ledger_ref)
         self._lookback_days = lookback_days  # Pub/Sub keeps messages 7 days at most
         self._fresh_streams = fresh_streams  # streams tried when appends go unanswered
+        self._honour_hand_overs = honour_hand_overs  # False for the repeater: it owns them
         self._events = StreamWriter(write_client, schema_store, **options)
         self._ledger_writer = StreamWriter(write_client, _FixedSchema(), **options)
 
@@ -165,37 +195,59 @@ class ExactlyOnceSink:
         written = [part for part in prepared if part.stream is not None]
         if not written:
             return
-        entries = [_ledger_row(part) for part in written]
+        self._write_ledger([_ledger_row(part) for part in written])
+        self._batch_commit(self._table, [str(part.stream) for part in written])
+
+    def _write_ledger(self, entries: Sequence[Row]) -> None:
+        """Append ``entries`` to a fresh PENDING stream of the ledger and commit it."""
         ledger_stream = self._create_stream(self._ledger)
         rejected = self._ledger_writer.write(ledger_stream, entries)
         if rejected:
             raise PermanentError(f"ledger {self._ledger.table_id} refused: {rejected[0].message}")
         self._finalize(ledger_stream)
         self._batch_commit(self._ledger, [ledger_stream])
-        self._batch_commit(self._table, [str(part.stream) for part in written])
+
+    def hand_over(self, insert_ids: Sequence[str]) -> None:
+        """Commit a ledger entry marking ``insert_ids`` as handed to the repeater (step 6).
+
+        Raises:
+            TransientError: the ledger write or commit failed; nothing is marked.
+        """
+        if not insert_ids:
+            return
+        entry = Row(
+            f"handover/{uuid.uuid4().hex}",
+            {
+                "batch_id": uuid.uuid4().hex,
+                "partition_id": HANDED_OVER,
+                "stream": _NO_STREAM,
+                "event_ids": sorted(set(insert_ids)),
+                "prepared_at": _now_iso(),
+                "kind": HANDED_OVER,
+            },
+        )
+        self._write_ledger([entry])
 
     def _unledgered(self, rows: Sequence[Row]) -> list[Row]:
         """Return the rows whose event id no committed ledger entry holds (recovering first)."""
         if not rows:
             return []
-        ledgered = self._ledgered_ids([row.insert_id for row in rows])
-        if not ledgered:
-            return list(rows)
-        landed: set[str] = set()
+        entries = self._ledger_entries([row.insert_id for row in rows])
+        ledgered, landed = placed_by_ledger(entries, honour_hand_overs=self._honour_hand_overs)
         for stream, ids in ledgered.items():
             landed |= ids if self._recover(stream) else self._ids_in_table(ids)
         return [row for row in rows if row.insert_id not in landed]
 
-    def _ledgered_ids(self, ids: list[str]) -> dict[str, set[str]]:
+    def _ledger_entries(self, ids: list[str]) -> list[tuple[str, str, str | None]]:
         sql = (
-            f"SELECT stream, id FROM `{_full(self._ledger)}`, UNNEST(event_ids) AS id "
+            f"SELECT stream, id, kind FROM `{_full(self._ledger)}`, UNNEST(event_ids) AS id "
             "WHERE id IN UNNEST(@ids) "
             "AND prepared_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL @days DAY)"
         )
-        found: dict[str, set[str]] = {}
-        for stream, event_id in self._query(sql, ids):
-            found.setdefault(str(stream), set()).add(str(event_id))
-        return found
+        return [
+            (str(stream), str(event_id), None if kind is None else str(kind))
+            for stream, event_id, kind in self._query(sql, ids)
+        ]
 
     def _ids_in_table(self, ids: set[str]) -> set[str]:
         sql = f"SELECT DISTINCT event_id FROM `{_full(self._table)}` WHERE event_id IN UNNEST(@ids)"
@@ -250,6 +302,26 @@ class ExactlyOnceSink:
                 )
             )
         return list(response.stream_errors)
+
+
+def placed_by_ledger(
+    entries: Iterable[tuple[str, str, str | None]], *, honour_hand_overs: bool
+) -> tuple[dict[str, set[str]], set[str]]:
+    """Split ledger entries ``(stream, event id, kind)`` into streams to recover and ids placed.
+
+    Returns the ids of each rows entry by its stream (NULL ``kind``: a rows entry, as in
+    ledgers older than the column), and the ids handed to the repeater (placed already
+    when ``honour_hand_overs``; ignored otherwise: the repeater owns them).
+    """
+    streams: dict[str, set[str]] = {}
+    handed_over: set[str] = set()
+    for stream, event_id, kind in entries:
+        if kind == HANDED_OVER:
+            if honour_hand_overs:
+                handed_over.add(event_id)
+        else:
+            streams.setdefault(stream, set()).add(event_id)
+    return streams, handed_over
 
 
 def _already_committed(error: types.StorageError) -> bool:

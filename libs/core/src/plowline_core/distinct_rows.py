@@ -41,6 +41,11 @@ class DistinctRowSink:
         return failures + copies
 
     @property
+    def wrapped(self) -> RowSink:
+        """The sink the first row of each insert id goes to."""
+        return self._sink
+
+    @property
     def bytes_sent(self) -> int:
         """Bytes the wrapped sink sent (0 when it does not count)."""
         return int(getattr(self._sink, "bytes_sent", 0))

@@ -96,6 +96,14 @@ class RowSink(Protocol):
         ...
 
 
+class HandOverLog(Protocol):
+    """Where the loader records the event ids it handed to the repeater (exactly-once mode)."""
+
+    def hand_over(self, insert_ids: Sequence[str]) -> None:
+        """Record, durably, that these ids are the repeater's to write from now on."""
+        ...
+
+
 class Publisher(Protocol):
     """A topic to publish to."""
 

@@ -192,11 +192,14 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
     bigquery = config.bigquery
     client = bigquery_client(bigquery.project_id, config.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(client, bigquery.table_ref, config.schema_refresh_s, clock)
-    table = build_row_sink(config, client, schema)
+    from plowline_cloud.write_api_pending import ExactlyOnceSink
+
+    sink = build_row_sink(config, client, schema)
     publisher = publisher_client(config.pubsub_emulator_host)
     destinations = Destinations(
         schema=schema,
-        table=table,
+        table=DistinctRowSink(sink) if config.exactly_once else sink,
+        hand_over=sink if isinstance(sink, ExactlyOnceSink) else None,
         types=PubSubPublisher(publisher, config.topic(bigquery.types_topic)),
         bad_rows=PubSubPublisher(publisher, config.topic(bigquery.bad_rows)),
         failed_inserts=PubSubPublisher(publisher, config.topic(bigquery.failed_inserts)),
@@ -214,7 +217,12 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
 def build_row_sink(
     config: WorkerConfig, client: bigquery.Client, schema: TableSchemaStore
 ) -> RowSink:
-    """Return the table's sink for ``load.mode``, building the extra clients it needs."""
+    """Return the table's sink for ``load.mode``, building the extra clients it needs.
+
+    Notes:
+        In exactly-once mode ``build_processor`` wraps it in ``DistinctRowSink`` and
+        hands it the ids of the failed inserts it published (``Destinations.hand_over``).
+    """
     from plowline_cloud.bigquery import BigQueryRowSink
     from plowline_cloud.clients import storage_client
     from plowline_cloud.sinks import SinkClients, row_sink_for
@@ -238,8 +246,7 @@ def build_row_sink(
         staging_bucket=config.staging_bucket,
         ledger_table=config.ledger_table,
     )
-    sink = row_sink_for(load, clients, bigquery_config.table_ref, schema)
-    return DistinctRowSink(sink) if config.exactly_once else sink
+    return row_sink_for(load, clients, bigquery_config.table_ref, schema)
 
 
 _processors: dict[WorkerConfig, tuple[int, BatchProcessor]] = {}

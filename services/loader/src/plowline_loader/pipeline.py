@@ -42,6 +42,7 @@ from plowline_core.event.parser import parse_bytes
 from plowline_core.messages import encode_types
 from plowline_core.ports import (
     Clock,
+    HandOverLog,
     InsertFailure,
     InsertReason,
     Publisher,
@@ -79,13 +80,19 @@ class InboundMessage:
 
 @dataclass(frozen=True, slots=True)
 class Destinations:
-    """Where a batch's outcomes go: the table, and the three topics."""
+    """Where a batch's outcomes go: the table, and the three topics.
+
+    ``hand_over`` (exactly-once mode only): where the ids of the failed inserts are
+    marked as the repeater's once their publish is durable, so that a later copy of one
+    reaching the loader is acked, not written (see ``plowline_cloud.write_api_pending``).
+    """
 
     schema: TableSchemaStore
     table: RowSink
     types: Publisher
     bad_rows: Publisher
     failed_inserts: Publisher
+    hand_over: HandOverLog | None = None
 
 
 class _Good(NamedTuple):
@@ -192,6 +199,7 @@ class BatchProcessor:
             published += self._publish_implicated_types(batch.goods, failures, inserted_at)
             if refused.payloads:
                 self._to.failed_inserts.publish(refused.payloads)
+                self._mark_handed_over(refused.failed)
             stage = _Stage.BAD
             if batch.bad_rows or refused.bad_rows:
                 self._to.bad_rows.publish(batch.bad_rows + refused.bad_rows)
@@ -203,6 +211,22 @@ class BatchProcessor:
         outcome = self._outcome(messages, batch, failures, refused, published, started, inserted_at)
         check_accounts(outcome)
         return outcome
+
+    def _mark_handed_over(self, failed: Sequence[InsertFailure]) -> None:
+        """Mark the published failed inserts as the repeater's (exactly-once mode).
+
+        Notes:
+            Best effort: the failed inserts are durable, so a failing mark must not hand
+            their messages back (they would be published twice). An unmarked id is left
+            where every id was before hand-overs existed: a later copy reaching the
+            loader may race the repeater (see ``plowline_cloud.write_api_pending``).
+        """
+        if self._to.hand_over is None:
+            return
+        try:
+            self._to.hand_over.hand_over([failure.row.insert_id for failure in failed])
+        except (TransientError, PermanentError):
+            return
 
     def _partly(
         self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: PlowlineError

@@ -7,8 +7,11 @@ Notes:
     (``reinsert_sink``): a loader batch redelivered after the repeater re-inserted one of
     its refused rows (a crash before its ack, a Pub/Sub duplicate) then finds the row in
     the ledger instead of committing it a second time; and two deliveries of one failed
-    insert held in one re-insert are written once (``DistinctRowSink``). Left open, as for the loader: the
-    repeater and a redelivered loader batch preparing the same event id at the same moment. Shutdown (SIGTERM/SIGINT): stop taking new
+    insert held in one re-insert are written once (``DistinctRowSink``). The repeater
+    ignores the loader's hand-over marks (``honour_hand_overs=False``): the ids it was
+    handed are its own; a loader copy of one arriving later is dropped by the mark.
+    Left open (see ``write_api_pending``): a loader crash between the failed-insert
+    publish and the mark. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
 """
@@ -109,7 +112,14 @@ def reinsert_sink(
 
         ledger = ledger_table or f"{table_ref}_ledger"  # the loader's default
         ensure_ledger(bigquery, ledger)
-        sink = ExactlyOnceSink(write_client(grpc_host), bigquery, table_ref, ledger, schema)
+        sink = ExactlyOnceSink(
+            write_client(grpc_host),
+            bigquery,
+            table_ref,
+            ledger,
+            schema,
+            honour_hand_overs=False,  # the loader's hand-overs are ours to write
+        )
         return DistinctRowSink(sink)  # a failed insert delivered twice, held in one insert
     return BigQueryRowSink(bigquery, table_ref, schema)
 
