@@ -46,9 +46,9 @@ from plowline_devstack.spark_cluster import (
     submit_environment,
 )
 from plowline_devstack.stack import LocalStack, start_stack
+from process_cpu import cpu_seconds, tree
 
 DRIVER = Path(__file__).resolve().parents[1] / "deploy" / "docker" / "loader" / "driver.py"
-_TICKS = os.sysconf("SC_CLK_TCK")
 _JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
@@ -62,36 +62,6 @@ class Figures:
     startup_s: float
     cpu_s: float
     executors: int
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            text = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / _TICKS
-
-
-def _tree(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                text = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent = int(text[text.rfind(")") + 2 :].split()[1])
-            children.setdefault(parent, []).append(int(entry.name))
-    found, frontier = [pid], [pid]
-    while frontier:
-        current = children.get(frontier.pop(), [])
-        found += current
-        frontier += current
-    return found
 
 
 def _rig(stack: LocalStack, root: Path, events: int) -> tuple[Path, Path, str]:
@@ -177,13 +147,13 @@ def _measure(
         now = time.monotonic()
         for pid in cluster.executor_pids():
             executors.add(pid)
-            cpu_executors[pid] = _cpu_seconds(_tree(pid))
+            cpu_executors[pid] = cpu_seconds(tree(pid))
         if first is None and count > 0:
             first = (now, count)
         if count >= args.events:
             break
         time.sleep(0.25)
-    cpu = _cpu_seconds(_tree(process.pid)) + sum(cpu_executors.values())
+    cpu = cpu_seconds(tree(process.pid)) + sum(cpu_executors.values())
     target = python_driver(process.pid, DRIVER) if setup != "local" else process.pid
     os.kill(target or process.pid, signal.SIGTERM)
     process.wait(120)

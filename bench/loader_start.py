@@ -58,8 +58,9 @@ from plowline_core.testing.tsv import with_entities
 from plowline_devstack.provisioning import StackConfig
 from plowline_devstack.servers import free_port
 from plowline_devstack.stack import LocalStack, start_stack
+from process_cpu import cpu_seconds
+from process_cpu import tree as process_tree
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 CTX = SchemaKey.parse("iglu:com.acme/ctx_a/jsonschema/1-0-0")
 CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")
 SCHEMAS = {
@@ -82,38 +83,6 @@ class Round:
     idle_cores: float
     timeline: list[tuple[float, str]]
     by_kind: dict[str, float]
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """Return utime+stime+cutime+cstime of ``pids`` (gone processes count as 0)."""
-    total = 0
-    for pid in pids:
-        try:
-            text = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        total += sum(int(value) for value in fields[11:15])
-    return total / _TICKS
-
-
-def process_tree(pid: int) -> list[int]:
-    """Return ``pid`` and every live descendant."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                text = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent = int(text[text.rfind(")") + 2 :].split()[1])
-            children.setdefault(parent, []).append(int(entry.name))
-    found, frontier = [pid], [pid]
-    while frontier:
-        current = children.get(frontier.pop(), [])
-        found += current
-        frontier += current
-    return found
 
 
 def _tree_cpu(pid: int) -> float:

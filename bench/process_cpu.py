@@ -89,6 +89,16 @@ def tree(root: int, children: dict[int, list[tuple[int, str]]] | None = None) ->
     return found
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """Return utime+stime+cutime+cstime of ``pids`` in seconds (gone processes count as 0)."""
+    total = 0
+    for pid in pids:
+        fields = _stat(pid)
+        if fields is not None:
+            total += sum(int(value) for value in fields[12:16])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def adopt_orphans() -> None:
     """Make this process the subreaper of its descendants' orphans (Linux)."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
