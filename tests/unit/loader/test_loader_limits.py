@@ -39,7 +39,7 @@ class _Rig:
     """A BatchProcessor over fakes, with an empty Iglu resolver."""
 
     def __init__(self, limits: Limits, *, refuse_all: bool = False) -> None:
-        clock = FixedClock(NOW)
+        self.clock = clock = FixedClock(NOW)
         table = InMemoryTableSchemaStore(list(ATOMIC_COLUMNS))
         self.sink = InMemoryRowSink(table, reject=_refuse if refuse_all else None)
         self.bad_rows, self.failed_inserts = InMemoryPublisher(), InMemoryPublisher()
@@ -54,8 +54,8 @@ class _Rig:
             limits,
         )
 
-    def process(self, data: bytes) -> BatchOutcome:
-        return self.processor.process([InboundMessage(data, "m-1", NOW)])
+    def process(self, data: bytes, published: datetime = NOW) -> BatchOutcome:
+        return self.processor.process([InboundMessage(data, "m-1", published)])
 
     def bad_row(self) -> dict[str, object]:
         (only,) = self.bad_rows.messages
@@ -119,3 +119,36 @@ def test_bad_row_budget_over_pubsub_limit_is_refused(value: int) -> None:
         load_settings({"config": "c.json", "resolver": "r.json", "max_bad_row_bytes": value})
 
     assert "--max-bad-row-bytes (PLOWLINE_LOADER_MAX_BAD_ROW_BYTES)" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("limits", "refuse_all", "data"),
+    [
+        pytest.param(Limits(max_bad_row_bytes=1_000), False, b"x" * 5_000, id="bad-row"),
+        pytest.param(
+            Limits(max_row_bytes=2_000),
+            False,
+            enriched_line(event_id=EVENT_ID, page_title="x" * 3_000).encode(),
+            id="row",
+        ),
+        pytest.param(
+            Limits(max_failed_insert_bytes=2_000),
+            True,
+            enriched_line(event_id=EVENT_ID, page_title="x" * 3_000).encode(),
+            id="failed-insert",
+        ),
+    ],
+)
+def test_size_violation_is_the_same_bytes_on_every_delivery(
+    limits: Limits, refuse_all: bool, data: bytes
+) -> None:
+    """A message delivered twice, 90 s apart, yields one size violation stamped with its publish time."""
+    published = datetime(2024, 5, 1, 9, 58, 0, 123_456, tzinfo=UTC)
+    rig = _Rig(limits, refuse_all=refuse_all)
+    rig.process(data, published)
+    rig.clock.advance(90)
+    rig.process(data, published)
+
+    first, second = rig.bad_rows.messages
+    stamp = json.loads(first)["data"]["failure"]["timestamp"]
+    assert (first, stamp) == (second, "2024-05-01T09:58:00.123Z")

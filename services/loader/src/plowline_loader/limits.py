@@ -4,14 +4,21 @@ Every outcome of a message has to fit where it goes: a row one insertAll request
 row and a failed insert one Pub/Sub message. One that does not fit would make its request
 fail for the whole batch, again on every redelivery, so it becomes a ``size_violation``
 bad row instead, whose payload is the start of the line and whose failure says which
-limit was passed and by how much:
+limit was passed and by how much, and whose ``timestamp`` is the source message's
+publish time (see Notes):
 
     row over ``max_row_bytes``                       size_violation (BigQuery's limit)
     bad row over ``max_bad_row_bytes``               size_violation, code ``size.row``
     failed insert over ``max_failed_insert_bytes``   size_violation (not a failed insert)
 
 Notes:
-    Pure. The Pub/Sub client refuses a publish request over 10,000,000 bytes before it is
+    Pure. A size violation is stamped with ``at``, the moment its message was published
+    (``InboundMessage.publish_time``; the batch's start only for a file, which has none),
+    never the clock: every delivery of a message then yields the same bytes, so a copy
+    republished after a redelivery or a crash is recognised by the dead-letter writer,
+    which identifies bad rows by their bytes (``plowline_deadletter.deliveries``). Snowplow
+    stamps the time the violation was found; the publish time is at most that.
+    The Pub/Sub client refuses a publish request over 10,000,000 bytes before it is
     sent (``MessageTooLargeError``); the budgets leave room for the topic path and framing.
 """
 
@@ -57,9 +64,9 @@ class SizeChecks:
         self._processor = processor
 
     def oversized_row(
-        self, row: TransformedRow, line: bytes, now: datetime
+        self, row: TransformedRow, line: bytes, at: datetime
     ) -> SizeViolationRow | None:
-        """Return the size violation of a row over ``max_row_bytes``, else None."""
+        """Return the size violation (stamped ``at``) of a row over ``max_row_bytes``, else None."""
         limit = self.limits.max_row_bytes
         if len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 < limit:
             return None
@@ -70,20 +77,20 @@ class SizeChecks:
             f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
         )
         return SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(now), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
         )
 
-    def bad_row(self, bad: BadRow, line: bytes, now: datetime) -> tuple[bytes, str]:
+    def bad_row(self, bad: BadRow, line: bytes, at: datetime) -> tuple[bytes, str]:
         """Return the bad row to publish and its failure code (``size.row`` when replaced)."""
         encoded = bad.to_json(self._processor)
         limit = self.limits.max_bad_row_bytes
         if len(encoded) <= limit:
             return encoded, str(bad.code)
         expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
-        return self.violation(line, expectation, now)
+        return self.violation(line, expectation, at)
 
     def failed_insert(
-        self, failure: InsertFailure, line: bytes, now: datetime
+        self, failure: InsertFailure, line: bytes, at: datetime
     ) -> tuple[bytes, str | None]:
         """Return the failedInserts payload and None, or a size violation and its code."""
         payload = encode_failed_insert(failure.row.data)
@@ -94,12 +101,12 @@ class SizeChecks:
             f"failed insert of {len(payload)} bytes exceeds the {limit}-byte Pub/Sub budget "
             f"(the table said {failure.reason}: {failure.message})"
         )
-        return self.violation(line, expectation, now)
+        return self.violation(line, expectation, at)
 
-    def violation(self, line: bytes, expectation: str, now: datetime) -> tuple[bytes, str]:
-        """Return a size violation bad row holding the start of ``line``, and its code."""
+    def violation(self, line: bytes, expectation: str, at: datetime) -> tuple[bytes, str]:
+        """Return a size violation holding the start of ``line``, stamped ``at``, and its code."""
         violation = SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(now), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
         )
         return violation.to_json(self._processor), str(violation.code)
 

@@ -258,12 +258,12 @@ class BatchProcessor:
         for message in messages:
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
-                oversized = self._sizes.oversized_row(result, message.data, now)
+                oversized = self._sizes.oversized_row(result, message.data, _stamp(message, now))
                 if oversized is None:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
-            encoded, code = self._sizes.bad_row(result, message.data, now)
+            encoded, code = self._sizes.bad_row(result, message.data, _stamp(message, now))
             bad_rows.append(encoded)
             bad_messages.append(message)
             codes[code] += 1
@@ -284,7 +284,7 @@ class BatchProcessor:
         sources = {id(good.row): good.message for good in goods} if failures else {}
         for failure in failures:
             message = sources.get(id(failure.row), InboundMessage(b"", ""))
-            payload, code = self._sizes.failed_insert(failure, message.data, now)
+            payload, code = self._sizes.failed_insert(failure, message.data, _stamp(message, now))
             if code is None:
                 refused.failed.append(failure)
                 refused.payloads.append(payload)
@@ -373,6 +373,16 @@ def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[
         for good in landed
         if good.message.publish_time is not None
     )
+
+
+def _stamp(message: InboundMessage, now: datetime) -> datetime:
+    """Return the time a size violation of ``message`` carries: its publish time, else ``now``.
+
+    Notes:
+        The publish time is the same on every delivery, so the bad row's bytes are too
+        (``limits``); only a line read from a file, which has none, is stamped ``now``.
+    """
+    return now if message.publish_time is None else _aware(message.publish_time)
 
 
 def _aware(moment: datetime) -> datetime:
