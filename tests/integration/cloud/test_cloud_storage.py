@@ -50,6 +50,14 @@ def test_list_is_sorted_and_relative(store: GcsBlobStore) -> None:
     assert expected == (store.list(), store.list("b/"))
 
 
+def test_folders_are_the_next_level_under_a_prefix(store: GcsBlobStore) -> None:
+    """folders names each folder right under a prefix once, relative and sorted, objects aside."""
+    for name in ("b/x/1", "a/1", "b/y/2", "b/x/3", "c"):
+        store.put(name, b".")
+    expected = (["a/", "b/"], ["b/x/", "b/y/"], [])
+    assert expected == (store.folders(), store.folders("b/"), store.folders("b/x/"))
+
+
 def test_get_missing_is_permanent(store: GcsBlobStore) -> None:
     """Reading a name that does not exist raises PermanentError."""
     with pytest.raises(PermanentError, match="404"):

@@ -78,3 +78,12 @@ def test_blob_store_move_and_list() -> None:
     store.move("in/b", "done/b")
     expected = (["in/a"], ["done/b", "in/a"])
     assert expected == (store.list("in/"), store.list())
+
+
+def test_blob_store_folders_are_the_next_level_under_a_prefix() -> None:
+    """folders names each folder right under a prefix once, sorted, objects aside (as GCS does)."""
+    store = InMemoryBlobStore()
+    for name in ("b/x/1", "a/1", "b/y/2", "b/x/3", "c"):
+        store.put(name, b".")
+    expected = (["a/", "b/"], ["b/x/", "b/y/"], [])
+    assert expected == (store.folders(), store.folders("b/"), store.folders("b/x/"))

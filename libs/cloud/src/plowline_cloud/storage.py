@@ -114,6 +114,26 @@ class GcsBlobStore:
             names = [str(blob.name) for blob in blobs]
         return sorted(name[len(self._prefix) :] for name in names)
 
+    def folders(self, prefix: str = "") -> list[str]:
+        """Return the folders (relative, ending in ``/``) right under ``prefix``, sorted.
+
+        Notes:
+            A delimiter listing: Cloud Storage answers the folders as ``prefixes`` beside
+            the objects directly under ``prefix``, one page per 1,000 entries.
+        """
+        with translated(f"list folders of {self._where(prefix)}"):
+            listing = self._client.list_blobs(
+                self._bucket,
+                prefix=self._prefix + prefix,
+                delimiter="/",
+                timeout=self._timeout,
+                retry=self._retry,
+            )
+            for _page in listing.pages:  # prefixes fill in as the pages are read
+                pass
+            folders = [str(folder) for folder in listing.prefixes]
+        return sorted(folder[len(self._prefix) :] for folder in folders)
+
     def get(self, name: str) -> bytes:
         """Return an object's content (PermanentError when it does not exist)."""
         with translated(f"read {self._where(name)}"):

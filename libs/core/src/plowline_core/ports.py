@@ -158,6 +158,15 @@ class BlobStore(Protocol):
         """Return object names under a prefix, sorted."""
         ...
 
+    def folders(self, prefix: str = "") -> list[str]:
+        """Return the folders right under a prefix, sorted: ``a/b/c`` is in ``a/b/`` under ``a/``.
+
+        Notes:
+            A folder is a name up to the first ``/`` after ``prefix``, that ``/`` included
+            (a delimiter listing): one call, however many objects the folders hold.
+        """
+        ...
+
     def get(self, name: str) -> bytes:
         """Return an object's content."""
         ...

@@ -149,6 +149,12 @@ class InMemoryBlobStore:
         self._maybe_fail()
         return sorted(name for name in self.objects if name.startswith(prefix))
 
+    def folders(self, prefix: str = "") -> list[str]:
+        """Return the folders right under a prefix (each ending in ``/``), sorted."""
+        self._maybe_fail()
+        below = [name[len(prefix) :] for name in self.objects if name.startswith(prefix)]
+        return sorted({f"{prefix}{rest.split('/', 1)[0]}/" for rest in below if "/" in rest})
+
     def get(self, name: str) -> bytes:
         """Return an object's content (PermanentError when it does not exist)."""
         self._maybe_fail()
