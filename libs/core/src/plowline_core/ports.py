@@ -154,10 +154,7 @@ class BlobStore(Protocol):
         """Write a new private object; raise ObjectExists if the name already exists."""
         ...
 
-    def list(self, prefix: str = "") -> list[str]:
-        """Return object names under a prefix, sorted."""
-        ...
-
+    # Above list(): below it, ``list`` in an annotation names that method.
     def folders(self, prefix: str = "") -> list[str]:
         """Return the folders right under a prefix, sorted: ``a/b/c`` is in ``a/b/`` under ``a/``.
 
@@ -165,6 +162,10 @@ class BlobStore(Protocol):
             A folder is a name up to the first ``/`` after ``prefix``, that ``/`` included
             (a delimiter listing): one call, however many objects the folders hold.
         """
+        ...
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Return object names under a prefix, sorted."""
         ...
 
     def get(self, name: str) -> bytes:

@@ -144,16 +144,17 @@ class InMemoryBlobStore:
         self.objects[name] = bytes(data)
         self.content_types[name] = content_type
 
-    def list(self, prefix: str = "") -> list[str]:
-        """Return the names under a prefix, sorted."""
-        self._maybe_fail()
-        return sorted(name for name in self.objects if name.startswith(prefix))
-
+    # Above list(): below it, ``list`` in an annotation names that method.
     def folders(self, prefix: str = "") -> list[str]:
         """Return the folders right under a prefix (each ending in ``/``), sorted."""
         self._maybe_fail()
         below = [name[len(prefix) :] for name in self.objects if name.startswith(prefix)]
         return sorted({f"{prefix}{rest.split('/', 1)[0]}/" for rest in below if "/" in rest})
+
+    def list(self, prefix: str = "") -> list[str]:
+        """Return the names under a prefix, sorted."""
+        self._maybe_fail()
+        return sorted(name for name in self.objects if name.startswith(prefix))
 
     def get(self, name: str) -> bytes:
         """Return an object's content (PermanentError when it does not exist)."""
