@@ -11,6 +11,7 @@ from plowline_core.config import DeadLetterOptions
 from plowline_core.errors import TransientError
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.sinks import InMemoryBlobStore
+from plowline_deadletter.deliveries import digest
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
 
@@ -266,3 +267,62 @@ def test_a_failed_write_nacks_the_copies_held_with_its_rows(
         "ack",
         1,
     )
+
+
+def test_a_republished_bad_row_held_beside_its_first_copy_is_one_line(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """The loader published a bad row again (new message id, same bytes): one line, both acked."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    first, republished = FakeMessage(ROW % 1, message_id="10"), FakeMessage(ROW % 1 + b"\n")
+    writer.receive(first)
+    writer.receive(republished)
+    writer.close()
+    lines = [line for body in store.objects.values() for line in body.splitlines()]
+    assert (lines, first.settled, republished.settled) == ([ROW % 1], "ack", "ack")
+
+
+def test_a_republished_bad_row_written_lately_is_acked_without_a_second_line(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A republished copy arriving after the object was written is acked, nothing added."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics, max_rows=1)
+    first, republished = FakeMessage(ROW % 1, message_id="11"), FakeMessage(ROW % 1)
+    writer.receive(first)
+    clock.advance(300)
+    writer.receive(republished)
+    writer.close()
+    assert (len(store.objects), republished.settled) == (1, "ack")
+
+
+def test_a_republished_unparseable_message_is_one_object(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """The same unparseable bytes under two message ids: one object, both acked."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    first, republished = FakeMessage(b"not json", message_id="12"), FakeMessage(b"not json")
+    writer.receive(first)
+    writer.tick()
+    writer.receive(republished)
+    writer.close()
+    expected = (["unparseable/2026/11/22/04/20261122T045958Z-12.bin"], "ack", "ack")
+    assert expected == (list(store.objects), first.settled, republished.settled)
+
+
+def test_a_bad_row_recalled_at_start_is_acked_without_a_write(
+    clock: FixedClock, metrics: DeadLetterMetrics
+) -> None:
+    """A redelivery of a bad row an earlier writer wrote (its digest recalled) is acked at once."""
+    store = InMemoryBlobStore()
+    writer = _writer(store, clock, metrics)
+    remembered = writer.recall([digest(ROW % 1)])
+    again, other = FakeMessage(ROW % 1), FakeMessage(ROW % 2)
+    writer.receive(again)
+    writer.receive(other)
+    settled_at_once = again.settled
+    writer.close()
+    lines = [line for body in store.objects.values() for line in body.splitlines()]
+    assert (remembered, settled_at_once, lines) == (1, "ack", [ROW % 2])

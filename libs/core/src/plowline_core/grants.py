@@ -16,6 +16,8 @@ Notes:
       ``tables.create`` (the exactly-once ledger table).
     * ``roles/storage.objectCreator`` on a bucket: ``storage.objects.create`` only; enough
       for ``GcsBlobStore.put``, which never reads before writing.
+    * ``roles/storage.objectViewer`` on a bucket: ``storage.objects.list`` and ``.get``;
+      the dead-letter writer reads back its recent objects at start (``--dedupLookback``).
     * ``roles/storage.objectAdmin`` on a bucket: Spark's checkpoint lists, reads,
       overwrites and deletes its own files.
 """

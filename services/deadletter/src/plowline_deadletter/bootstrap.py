@@ -1,7 +1,9 @@
 """The composition root of ``plowline-deadletter run``: build the clients, run until SIGTERM.
 
 Notes:
-    The only place that builds Google clients. Shutdown (SIGTERM/SIGINT): stop taking new
+    The only place that builds Google clients. Start: before the subscription is read
+    (``/readyz`` false), the objects written within ``--dedupLookback`` are read back so
+    that the writer knows the bad rows it wrote before a restart (``lookback``). Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write every buffer, ack what is durable, then close the stream; anything
     not written is redelivered to the next instance.
 """
@@ -24,6 +26,7 @@ from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
 from plowline_core.grants import Grant, ResourceKind
 
+from plowline_deadletter.lookback import Lookback, recall_at_start
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.settings import DeadLetterSettings
 from plowline_deadletter.writer import DeadLetterWriter
@@ -35,6 +38,7 @@ _log = structlog.get_logger(__name__)
 GRANTS: tuple[Grant, ...] = (
     Grant("roles/pubsub.subscriber", ResourceKind.SUBSCRIPTION, "--badRowsSub"),
     Grant("roles/storage.objectCreator", ResourceKind.BUCKET, "--bucket"),
+    Grant("roles/storage.objectViewer", ResourceKind.BUCKET, "--bucket"),
 )
 """What the dead-letter writer needs (``plowline_core.grants``; deploy/GKE.md grants these)."""
 
@@ -58,7 +62,9 @@ def run(settings: DeadLetterSettings) -> int:
     store = GcsBlobStore(
         storage_client(config.project_id, settings.storage_emulator_host), bucket, prefix
     )
-    writer = DeadLetterWriter(store, SystemClock(), options, DeadLetterMetrics.create(registry))
+    clock = SystemClock()
+    metrics = DeadLetterMetrics.create(registry)
+    writer = DeadLetterWriter(store, clock, options, metrics)
     client = subscriber_client(settings.pubsub_emulator_host)
     watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
@@ -77,7 +83,9 @@ def run(settings: DeadLetterSettings) -> int:
         settings.port, registry, lambda: subscriber.running, liveness=watch.details
     )
     stop = _stop_event()
-    subscriber.start(writer.receive)
+    lookback = Lookback(settings.dedup_lookback, settings.window)
+    recall_at_start(store, writer, clock.now(), lookback, metrics, time.monotonic)
+    subscriber.start(writer.receive)  # a SIGTERM meanwhile: the loop below ends at once
     _log.info(
         "dead-letter writer started",
         subscription=subscriber.subscription_path,

@@ -29,7 +29,14 @@ A message that is not self-describing JSON (not JSON at all, or JSON spread over
 lines) gets an object of its own holding exactly its bytes, never compressed, so a message
 with newlines inside is kept as it came and never mixed up with a neighbour.
 
-A message is acked only once the object holding it is written. Every option can also be
+A message is acked only once the object holding it is written. A bad row is known by
+its bytes: a copy delivered again (a Pub/Sub redelivery, or the loader publishing it
+again under a new message id) while the first is buffered or after it was written is
+acked, not written again. Best effort, like BigQuery's insertId: the writer remembers the
+last 100,000 bad rows it wrote and, at start, those of the objects written in the last
+--dedupLookback seconds (/readyz is false until they are read); a copy later than that,
+or at another replica, is written again. Two messages with the same bytes count as one
+bad row delivered twice. Every option can also be
 set as PLOWLINE_DEADLETTER_<NAME> (e.g. PLOWLINE_DEADLETTER_MAX_ROWS=500); the command
 line wins. PUBSUB_EMULATOR_HOST / STORAGE_EMULATOR_HOST point at local stand-ins.
 Endpoints: /healthz, /readyz and /metrics on --port.
@@ -82,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="write an object early once it holds N rows (default 10000)",
     )
     run.add_argument("--gzip", action="store_true", help="gzip objects (.ndjson.gz)")
+    run.add_argument(
+        "--dedupLookback",
+        dest="dedup_lookback",
+        type=float,
+        metavar="SECONDS",
+        help="at start, read the objects written in the last SECONDS so that bad rows written "
+        "before a restart are not written again (default 600, 0 = off; needs read access)",
+    )
     run.add_argument("--port", type=int, help="health and metrics port (default 8081, 0 = any)")
     run.add_argument(
         "--stallTimeout",

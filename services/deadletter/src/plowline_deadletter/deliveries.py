@@ -1,38 +1,52 @@
-"""Which deliveries repeat a message the writer holds or wrote lately (Pub/Sub redelivers).
+"""Which deliveries repeat a bad row the writer holds or wrote lately, known by its bytes.
 
-Pub/Sub delivers at least once: a message can come again under a new ack id while its
-first delivery is still buffered (a duplicate delivery), or after its object was written
-(an ack that arrived late, a duplicate delivered later). ``Deliveries`` sorts each
-delivery by its message id, which is the same on every delivery:
+A bad row can reach the writer more than once: Pub/Sub delivers at least once (a
+duplicate delivery, an ack that arrived late or was lost with a crash: the same message
+id), and the loader publishes a batch's bad rows again when its own message is
+redelivered (a new message id, the same bytes: its bad rows are byte-identical on every
+delivery, ``plowline_loader.limits``). So a bad row is known by its digest, the
+blake2b-128 of its bytes with one trailing newline dropped (the bytes a line of an object
+holds), never by its message id. ``Deliveries`` sorts each delivery by digest:
 
 * ``NEW``: the first delivery seen: buffer it;
-* ``HELD``: a copy of a buffered message: kept beside it and settled with it (acked when
+* ``HELD``: a copy of a buffered bad row: kept beside it and settled with it (acked when
   its object is written, nacked when the write fails), never written a second time;
-* ``WRITTEN``: a copy of a message written lately: ack it, nothing to write.
+* ``WRITTEN``: a copy of a bad row written lately: ack it, nothing to write.
 
 Notes:
     Pure, and not thread-safe: the writer calls it under its lock. A copy is never acked
-    before the object holding the message is written (an early ack of any delivery would
-    settle the message, and a crash before the write would lose it). "Lately" is the last
-    ``remember`` message ids written (100,000 by default, a few MB): a copy that arrives
-    later than that, at another instance or after a restart is written again (at least
-    once; unparseable messages are still written once, their objects being named after
-    the message).
+    before the object holding the bad row is written (an early ack of any delivery would
+    settle it, and a crash before the write would lose it). Best effort within a window,
+    like BigQuery's insertId: "lately" is the last ``remember`` digests written (100,000
+    by default, a few MB), seeded at start from the objects written within the lookback
+    (``lookback``); a copy that arrives later than that, or at another instance, is
+    written again (at least once). Two messages with the same bytes are taken for one bad
+    line delivered twice: a bad row names its payload and failure, so two identical ones
+    say the same thing, and one line of it is kept.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from collections.abc import Iterable
 from enum import Enum
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
+
+M = TypeVar("M")
+
+DIGEST_BYTES = 16
+"""blake2b-128: a collision among the bad rows of one lookback is out of reach."""
 
 
-class _Identified(Protocol):
-    @property
-    def message_id(self) -> str: ...
+def digest(data: bytes) -> bytes:
+    """Return the identity of a bad row: blake2b-128 of its bytes without a trailing newline.
 
-
-M = TypeVar("M", bound=_Identified)
+    Notes:
+        A message, its line in an NDJSON object and an unparseable object's content
+        (``layout``) all give the same digest.
+    """
+    return hashlib.blake2b(data.removesuffix(b"\n"), digest_size=DIGEST_BYTES).digest()
 
 
 class Seen(Enum):
@@ -44,38 +58,48 @@ class Seen(Enum):
 
 
 class Deliveries(Generic[M]):
-    """Track the message ids buffered (with their copies) and the ones written lately."""
+    """Track the digests buffered (with their copies) and the ones written lately."""
 
     def __init__(self, remember: int = 100_000) -> None:
         if remember <= 0:
             raise ValueError(f"remember must be positive, got {remember}")
         self._remember = remember
-        self._held: dict[str, list[M]] = {}
-        self._written: OrderedDict[str, None] = OrderedDict()
+        self._held: dict[bytes, list[M]] = {}
+        self._written: OrderedDict[bytes, None] = OrderedDict()
 
-    def admit(self, message: M) -> Seen:
-        """Sort one delivery; a ``HELD`` copy is kept until its message is settled."""
-        message_id = message.message_id
-        if message_id in self._written:
-            self._written.move_to_end(message_id)
+    @property
+    def remembered(self) -> int:
+        """Return how many digests of written bad rows are remembered."""
+        return len(self._written)
+
+    def admit(self, key: bytes, message: M) -> Seen:
+        """Sort one delivery of the bad row ``key``; a ``HELD`` copy is kept until it is settled."""
+        if key in self._written:
+            self._written.move_to_end(key)
             return Seen.WRITTEN
-        copies = self._held.get(message_id)
+        copies = self._held.get(key)
         if copies is not None:
             copies.append(message)
             return Seen.HELD
-        self._held[message_id] = []
+        self._held[key] = []
         return Seen.NEW
 
-    def settle(self, message: M, *, written: bool) -> list[M]:
-        """Forget a buffered message; return its copies, to be settled as it is.
+    def settle(self, key: bytes, *, written: bool) -> list[M]:
+        """Forget a buffered bad row; return its copies, to be settled as it is.
 
         Notes:
             ``written``: its object is durable, so later copies are ``WRITTEN``; else
             (the write failed, it is nacked) its next delivery is ``NEW`` again.
         """
-        copies = self._held.pop(message.message_id, [])
+        copies = self._held.pop(key, [])
         if written:
-            self._written[message.message_id] = None
+            self.remember([key])
+        return copies
+
+    def remember(self, keys: Iterable[bytes]) -> None:
+        """Note bad rows as written (oldest first): their copies are ``WRITTEN`` from now on."""
+        for key in keys:
+            self._written[key] = None
+            self._written.move_to_end(key)
             if len(self._written) > self._remember:
                 self._written.popitem(last=False)
-        return copies

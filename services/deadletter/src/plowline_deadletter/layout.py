@@ -1,4 +1,4 @@
-"""Where a bad row is filed in the bucket, and how an object's bytes are made.
+"""Where a bad row is filed in the bucket, how an object's bytes are made and read back.
 
 Object names (relative to the bucket path)::
 
@@ -8,7 +8,10 @@ Object names (relative to the bucket path)::
 where ``<window start>`` and ``<publish time>`` are ISO 8601 basic (``20261122T051300Z``)
 and the hour path is theirs. An unparseable message's object is named after the message
 alone (publish time and id are the same on every delivery), so a redelivered copy maps to
-the object already written instead of a second one.
+the object already written instead of a second one. A name's hour folder and stamp say
+when it was written, at most a window earlier (an unparseable object's: when its message
+was published, earlier still), so the objects of the last minutes are found by listing a
+few hour folders (``hour_folders``, ``stamp_of``; see ``lookback``).
 
 Notes:
     Pure. Bad rows are stored as received (a message is never re-encoded; only a trailing
@@ -24,9 +27,14 @@ from __future__ import annotations
 
 import gzip as gzip_module
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from plowline_core.badrows import parse_bad_row
+
+_HOUR = "%Y/%m/%d/%H"
+_STAMP = "%Y%m%dT%H%M%SZ"
+_STAMP_CHARS = len("20261122T051300Z")
+
 
 UNPARSEABLE = "unparseable"
 """The partition of messages that are not self-describing JSON."""
@@ -60,15 +68,46 @@ def unparseable_name(published: datetime, message_id: str) -> str:
 
 
 def _stem(window_start: datetime, unique: str) -> str:
-    hour = window_start.strftime("%Y/%m/%d/%H")
-    stamp = window_start.strftime("%Y%m%dT%H%M%SZ")
+    hour = window_start.strftime(_HOUR)
+    stamp = window_start.strftime(_STAMP)
     return f"{hour}/{stamp}-{unique}"
+
+
+def hour_folders(since: datetime, until: datetime) -> list[str]:
+    """Return the hour folders (``YYYY/MM/DD/HH/``) of every hour from ``since``'s to ``until``'s."""
+    hour = since.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    out = []
+    while hour <= until:
+        out.append(hour.strftime(_HOUR) + "/")
+        hour += timedelta(hours=1)
+    return out
+
+
+def stamp_of(name: str) -> datetime | None:
+    """Return the time an object's name carries (window start or publish time), else None."""
+    base = name.rsplit("/", 1)[-1]
+    try:
+        return datetime.strptime(base[:_STAMP_CHARS], _STAMP).replace(tzinfo=UTC)
+    except ValueError:
+        return None  # not one of ours: no stamp, never recalled
 
 
 def encode_lines(lines: Sequence[bytes], gzip: bool) -> bytes:
     """Join one-line messages into NDJSON (newline-terminated), gzip-compressed if asked."""
     body = b"".join(line.removesuffix(b"\n") + b"\n" for line in lines)
     return gzip_module.compress(body, mtime=0) if gzip else body
+
+
+def object_lines(name: str, body: bytes) -> list[bytes]:
+    """Return the bad rows an object holds: the inverse of ``encode_lines``, one for ``.bin``.
+
+    Raises:
+        gzip.BadGzipFile, EOFError, zlib.error: a ``.gz`` object that is not whole gzip.
+    """
+    if name.endswith(".bin"):
+        return [body]
+    text = gzip_module.decompress(body) if name.endswith(".gz") else body
+    return text.removesuffix(b"\n").split(b"\n") if text else []
 
 
 def content_type(gzip: bool) -> str:

@@ -18,6 +18,8 @@ class DeadLetterMetrics:
     write_failures: Counter
     duplicates: Counter
     buffered: Gauge
+    lookback_rows: Gauge
+    lookback_incomplete: Gauge
 
     @classmethod
     def create(cls, registry: MetricsRegistry) -> DeadLetterMetrics:
@@ -37,7 +39,16 @@ class DeadLetterMetrics:
             ),
             duplicates=registry.counter(
                 "deadletter_duplicates",
-                "Unparseable messages delivered again whose object was already written (acked)",
+                "Deliveries of a bad row already buffered or written (same bytes): not written again",
             ),
             buffered=registry.gauge("deadletter_buffered", "Bad rows waiting for their object"),
+            lookback_rows=registry.gauge(
+                "deadletter_lookback_rows",
+                "Bad rows read at start from the objects written within --dedupLookback",
+            ),
+            lookback_incomplete=registry.gauge(
+                "deadletter_lookback_incomplete",
+                "1 when reading the recent objects at start failed: copies of bad rows written "
+                "before the start may be written again",
+            ),
         )

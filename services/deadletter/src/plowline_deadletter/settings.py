@@ -14,6 +14,7 @@ from plowline_core.config import DeadLetterOptions
 from pydantic import (
     AliasChoices,
     Field,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     field_validator,
@@ -35,6 +36,8 @@ class DeadLetterSettings(BaseSettings):
     window: PositiveFloat = 60.0
     max_rows: PositiveInt = 10_000
     gzip: bool = False
+    #: seconds of objects read at start to recognise bad rows written before it; 0 = off
+    dedup_lookback: NonNegativeFloat = 600.0
     port: int = Field(8081, ge=0, le=65535)
     max_outstanding: PositiveInt = 20_000
     #: unset: max(600, window + 300), so a longer --window never trips liveness by itself

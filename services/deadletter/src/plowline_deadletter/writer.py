@@ -2,18 +2,21 @@
 
 An unparseable message is buffered like the others but written as an object of its own
 (``layout.unparseable_name``), holding exactly its bytes, named after the message (its
-publish time and id) and written create-only: a duplicate delivery finds the object
-already there (``ObjectExists``) and is acked, never written as a second object.
+publish time and id) and written create-only: a redelivery the writer does not remember
+(another instance wrote it) finds the object already there (``ObjectExists``) and is
+acked, never written as a second object.
 
-A message delivered again (Pub/Sub's at-least-once: a duplicate delivery, an ack that
-arrived late) is never written twice by one writer: a copy of a buffered message waits
-beside it and is settled with it, a copy of a message written lately is acked at once
-(``deliveries``).
+A bad row delivered again (Pub/Sub's at-least-once: a duplicate delivery, an ack that
+arrived late or was lost; or published again by the loader under a new message id) is
+never written twice by one writer: it is known by the digest of its bytes, a copy of a
+buffered bad row waits beside it and is settled with it, and a copy of one written lately
+is acked at once (``deliveries``). "Lately" survives a restart: before it takes messages
+the writer is told what it wrote within the lookback (``recall``, from ``lookback``).
 
 Notes:
     At least once: a message is acked only after the object holding it was written; when
-    the write fails its messages (and their copies) are nacked and come back. After ``close`` every new
-    message is nacked at once, so nothing is left buffered behind a shutdown.
+    the write fails its messages (and their copies) are nacked and come back. After
+    ``close`` every new message is nacked at once, so nothing is left buffered behind a shutdown.
     Thread-safe: Pub/Sub callbacks call ``receive`` from several threads; objects are
     written outside the lock.
 """
@@ -22,7 +25,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import structlog
 from plowline_core.config import DeadLetterOptions
@@ -30,7 +34,7 @@ from plowline_core.errors import ObjectExists, PlowlineError
 from plowline_core.ports import BlobStore, Clock, IdentifiedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
-from plowline_deadletter.deliveries import Deliveries, Seen
+from plowline_deadletter.deliveries import Deliveries, Seen, digest
 from plowline_deadletter.layout import (
     UNPARSEABLE,
     UNPARSEABLE_CONTENT_TYPE,
@@ -49,6 +53,14 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+@dataclass(frozen=True, slots=True)
+class _Received:
+    """A buffered delivery and the digest of its bad row (computed once, on receipt)."""
+
+    message: IdentifiedMessage
+    key: bytes
+
+
 class DeadLetterWriter:
     """Turn received bad rows into bucket objects and settle the messages."""
 
@@ -65,7 +77,7 @@ class DeadLetterWriter:
         self._options = options
         self._metrics = metrics
         self._new_id = new_id
-        self._batcher: Batcher[IdentifiedMessage] = Batcher(options.window, options.max_rows)
+        self._batcher: Batcher[_Received] = Batcher(options.window, options.max_rows)
         self._deliveries: Deliveries[IdentifiedMessage] = Deliveries()
         self._lock = threading.Lock()
         self._closing = False
@@ -76,19 +88,31 @@ class DeadLetterWriter:
         with self._lock:
             return self._batcher.pending
 
+    def recall(self, digests: Iterable[bytes]) -> int:
+        """Remember bad rows written before this start, by digest (oldest first); return the count.
+
+        Notes:
+            Called before the first ``receive`` (``lookback``); the count is of all the
+            digests remembered, at most the ``Deliveries`` bound.
+        """
+        with self._lock:
+            self._deliveries.remember(digests)
+            return self._deliveries.remembered
+
     def receive(self, message: IdentifiedMessage) -> None:
         """Buffer one message; write the batches it completes."""
         partition = partition_of(message.data)
         if partition == UNPARSEABLE:
             self._metrics.unparseable.inc()
+        received = _Received(message, digest(message.data))
         with self._lock:
             if self._closing:
                 message.nack()
                 return
-            seen = self._deliveries.admit(message)
+            seen = self._deliveries.admit(received.key, message)
             ready = []
             if seen is Seen.NEW:
-                ready = self._batcher.add(partition, message, self._clock.now())
+                ready = self._batcher.add(partition, received, self._clock.now())
                 self._metrics.buffered.set(self._batcher.pending)
         if seen is not Seen.NEW:
             self._metrics.duplicates.inc()
@@ -112,18 +136,18 @@ class DeadLetterWriter:
             self._metrics.buffered.set(0)
         self._write(ready)
 
-    def _write(self, batches: Sequence[Batch[IdentifiedMessage]]) -> None:
+    def _write(self, batches: Sequence[Batch[_Received]]) -> None:
         for batch in batches:
             self._write_one(batch)
 
-    def _write_one(self, batch: Batch[IdentifiedMessage]) -> None:
+    def _write_one(self, batch: Batch[_Received]) -> None:
         if batch.key == UNPARSEABLE:
-            for message in batch.items:
-                self._write_unparseable(message)
+            for received in batch.items:
+                self._write_unparseable(received)
             return
         gzip = self._options.gzip
         name = object_name(batch.key, batch.window_start, self._new_id(), gzip)
-        body = encode_lines([message.data for message in batch.items], gzip)
+        body = encode_lines([received.message.data for received in batch.items], gzip)
         try:
             self._store.put(name, body, content_type(gzip))
         except PlowlineError as error:
@@ -139,16 +163,15 @@ class DeadLetterWriter:
         self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
 
-    def _settle(
-        self, messages: Sequence[IdentifiedMessage], *, written: bool
-    ) -> list[IdentifiedMessage]:
-        """Return ``messages`` and the copies delivered meanwhile, all to settle alike."""
+    def _settle(self, items: Sequence[_Received], *, written: bool) -> list[IdentifiedMessage]:
+        """Return the messages of ``items`` and the copies delivered meanwhile, to settle alike."""
         with self._lock:
-            copies = [c for m in messages for c in self._deliveries.settle(m, written=written)]
-        return [*messages, *copies]
+            copies = [c for i in items for c in self._deliveries.settle(i.key, written=written)]
+        return [*(item.message for item in items), *copies]
 
-    def _write_unparseable(self, message: IdentifiedMessage) -> None:
+    def _write_unparseable(self, received: _Received) -> None:
         """Write one unparseable message as an object of its own, its bytes as they came."""
+        message = received.message
         name = unparseable_name(message.publish_time, message.message_id)
         try:
             self._store.put(name, message.data, UNPARSEABLE_CONTENT_TYPE)
@@ -156,16 +179,16 @@ class DeadLetterWriter:
             # An earlier delivery of this message wrote it (same publish time and id).
             _log.info("duplicate delivery already written", object=name)
             self._metrics.duplicates.inc()
-            for delivery in self._settle([message], written=True):
+            for delivery in self._settle([received], written=True):
                 delivery.ack()
             return
         except PlowlineError as error:
             _log.error("object not written", object=name, rows=1, error=str(error))
             self._metrics.write_failures.inc()
-            for delivery in self._settle([message], written=False):
+            for delivery in self._settle([received], written=False):
                 delivery.nack()
             return
-        for delivery in self._settle([message], written=True):
+        for delivery in self._settle([received], written=True):
             delivery.ack()
         self._metrics.objects_written.labels(UNPARSEABLE).inc()
         self._metrics.rows_written.labels(UNPARSEABLE).inc()
