@@ -63,7 +63,12 @@ def _own_subscription(stack: Any) -> str:
 
 
 def _start(
-    start_service: Callable[..., Any], stack: Any, config: Path, prefix: str, *extra: str
+    start_service: Callable[..., Any],
+    stack: Any,
+    config: Path,
+    prefix: str,
+    *extra: str,
+    subscription: str | None = None,
 ) -> Any:
     return start_service(
         "plowline_deadletter.cli",
@@ -71,7 +76,7 @@ def _start(
         "--config",
         str(config),
         "--badRowsSub",
-        _own_subscription(stack),
+        subscription or _own_subscription(stack),
         "--bucket",
         f"gs://{BUCKET}/{prefix}",
         "--port",
@@ -158,3 +163,40 @@ def test_sigterm_writes_buffers_and_exits_cleanly(
     lines = {line for body in objects.values() for line in gzip.decompress(body).splitlines()}
     expected = (0, set(rows))
     assert expected == (code, lines), service.tail()
+
+
+def test_a_writer_restarted_after_sigkill_does_not_write_a_republished_row_again(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """SIGKILL, the loader republishes a written row, restart: it reads the lookback, acks the copy."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    subscription = _own_subscription(local_stack)
+    config = config_files[0]
+    first = _start(
+        start_service, local_stack, config, prefix, "--window", "1", subscription=subscription
+    )
+    row, other = (
+        _bad_row("loader_parsing_error", "2-0-0", f"r-{prefix}"),
+        _bad_row("loader_parsing_error", "2-0-0", f"o-{prefix}"),
+    )
+    _publish(local_stack, [row])
+    eventually(lambda: {row} <= _lines(_objects(local_stack, prefix)), timeout=60)
+    first.stop(signal.SIGKILL)
+    _publish(local_stack, [row, other])  # the copy under a new message id, and a new row
+    second = _start(
+        start_service, local_stack, config, prefix, "--window", "1", subscription=subscription
+    )
+    eventually(lambda: other in _lines(_objects(local_stack, prefix)), timeout=60)
+    eventually(lambda: "duplicate delivery" in second.tail(), timeout=30)
+    lines = sorted(
+        line
+        for name, body in _objects(local_stack, prefix).items()
+        for line in _messages(name, body)
+    )
+    log = second.tail()
+    second.stop()
+    recalled = "lookback read" in log and "rows=1" in log
+    assert (sorted([row, other]), True) == (lines, recalled), log
