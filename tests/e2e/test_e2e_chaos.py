@@ -5,7 +5,7 @@ a stack of its own, at CI size: 2,000 events (5% malformed, a quarter three year
 published over 45 s with the 1% fault plan on, the loader, mutator, repeater and
 dead-letter writer each SIGKILLed and restarted three times at seeded random moments.
 The verdict (``chaos_verdict``) is exact per event id; duplicate rows must be 0 in the
-modes that de-duplicate and are reported in the others.
+modes that de-duplicate and are reported in the others; duplicate bad rows must be 0 in all.
 """
 
 from __future__ import annotations

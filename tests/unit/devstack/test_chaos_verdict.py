@@ -58,10 +58,16 @@ def test_chaos_verdict_fails_a_duplicate_row_only_where_the_mode_deduplicates_it
     assert failures == verdict(report).failures
 
 
-def test_chaos_verdict_reports_duplicate_bad_rows_without_failing() -> None:
-    """A malformed line filed twice is counted and shown, and does not fail the run."""
-    judged = verdict(_report("insert-all", list(GOOD), [*BAD, "b1"]))
-    expected = ((), True)
+@pytest.mark.parametrize("mode", list(WRITE_MODES))
+def test_chaos_verdict_fails_a_duplicate_bad_row_in_every_mode(mode: str) -> None:
+    """A malformed line filed twice is counted, shown and fails the run, whatever the write mode."""
+    judged = verdict(_report(mode, list(GOOD), [*BAD, "b1"]))
+    expected = (
+        (
+            "1 duplicate bad rows: the dead-letter writer files each bad row once within its lookback",
+        ),
+        True,
+    )
     actual = (judged.failures, "duplicate bad rows                      1" in report_lines(judged))
     assert expected == actual
 

@@ -26,9 +26,14 @@ share an event id. What fails the run depends on the mode:
   from it that is tighter than "every row of every batch in flight at each kill, plus
   every redelivery": the duplicate rows are reported (and are figures of the run), never
   a failure. Loss is a failure there as everywhere.
-- Bad rows travel Pub/Sub → Cloud Storage, which has no de-duplication in any mode (as in
-  Snowplow): a loader killed after publishing a batch's bad rows but before its ack
-  publishes them again. Duplicate bad rows are reported, never a failure.
+- Bad rows, in every mode, must be one per malformed line: a duplicate bad row fails the
+  run. The loader's bad rows are the same bytes on every delivery of a line (a size
+  violation is stamped with its message's publish time), and the dead-letter writer
+  knows a bad row by those bytes, remembers the ones it wrote and, after a restart, reads
+  back the objects of its lookback (``plowline_deadletter.deliveries``, ``lookback``):
+  a copy republished by a loader killed before its ack, or redelivered to a writer killed
+  before its, is acked, not written. Like insertId it is best effort within a window
+  (the lookback, 10 minutes by default), far longer than a chaos run's redeliveries.
 """
 
 from __future__ import annotations
@@ -82,6 +87,11 @@ def verdict(report: ChaosReport) -> ChaosVerdict:
         "malformed lines not a bad row": len(acc.bad - acc.in_bad_rows),
     }
     failures += [f"{what}: {count}" for what, count in wrong.items() if count]
+    if acc.duplicate_bad_rows:
+        failures.append(
+            f"{acc.duplicate_bad_rows} duplicate bad rows: the dead-letter writer files each "
+            "bad row once within its lookback"
+        )
     window = plan.mode.dedup_window_s
     if window is not None and acc.duplicates:
         inside = _inside(report, window)
@@ -139,6 +149,7 @@ def report_lines(judged: ChaosVerdict) -> list[str]:
             f"duplicate dead-end rows          {acc.duplicate_dead_ends:>8}",
         ]
     out.append(f"duplicate rows rule              {_rule(plan.mode.dedup_window_s)}")
+    out.append("duplicate bad rows rule          must be 0 (the dead-letter writer's lookback)")
     if acc is not None and acc.duplicates and report.copies:
         window = plan.mode.dedup_window_s or INSERT_ID_WINDOW_S
         spreads = sorted(spread for _, spread in report.copies.values())
