@@ -36,9 +36,10 @@ acked, not written again. Best effort, like BigQuery's insertId: the writer reme
 last 100,000 bad rows it wrote and, at start, those of the objects written in the last
 --dedupLookback seconds (/readyz is false until they are read); a copy later than that,
 or at another replica, is written again. Two messages with the same bytes count as one
-bad row delivered twice. Every option can also be
-set as PLOWLINE_DEADLETTER_<NAME> (e.g. PLOWLINE_DEADLETTER_MAX_ROWS=500); the command
-line wins. PUBSUB_EMULATOR_HOST / STORAGE_EMULATOR_HOST point at local stand-ins.
+bad row delivered twice.
+
+Every option can also be set as PLOWLINE_DEADLETTER_<NAME> (e.g.
+PLOWLINE_DEADLETTER_MAX_ROWS=500); the command line wins. PUBSUB_EMULATOR_HOST / STORAGE_EMULATOR_HOST point at local stand-ins.
 Endpoints: /healthz, /readyz and /metrics on --port.
 """
 
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="at start, read the objects written in the last SECONDS so that bad rows written "
-        "before a restart are not written again (default 600, 0 = off; needs read access)",
+        "before a restart are not written again (default 600, 0 = off; needs "
+        "roles/storage.objectViewer on the bucket)",
     )
     run.add_argument("--port", type=int, help="health and metrics port (default 8081, 0 = any)")
     run.add_argument(
