@@ -11,7 +11,7 @@ from plowline_core.config import DeadLetterOptions
 from plowline_core.errors import TransientError
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.sinks import InMemoryBlobStore
-from plowline_deadletter.deliveries import digest
+from plowline_deadletter.identity import identity
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
 
@@ -315,10 +315,10 @@ def test_a_republished_unparseable_message_is_one_object(
 def test_a_bad_row_recalled_at_start_is_acked_without_a_write(
     clock: FixedClock, metrics: DeadLetterMetrics
 ) -> None:
-    """A redelivery of a bad row an earlier writer wrote (its digest recalled) is acked at once."""
+    """A redelivery of a bad row an earlier writer wrote (its identity recalled) is acked at once."""
     store = InMemoryBlobStore()
     writer = _writer(store, clock, metrics)
-    remembered = writer.recall([digest(ROW % 1)])
+    remembered = writer.recall([identity(ROW % 1)])
     again, other = FakeMessage(ROW % 1), FakeMessage(ROW % 2)
     writer.receive(again)
     writer.receive(other)

@@ -27,10 +27,9 @@ share an event id. What fails the run depends on the mode:
   every redelivery": the duplicate rows are reported (and are figures of the run), never
   a failure. Loss is a failure there as everywhere.
 - Bad rows, in every mode, must be one per malformed line: a duplicate bad row fails the
-  run. The loader's bad rows are the same bytes on every delivery of a line (a size
-  violation is stamped with its message's publish time), and the dead-letter writer
-  knows a bad row by those bytes, remembers the ones it wrote and, after a restart, reads
-  back the objects of its lookback (``plowline_deadletter.deliveries``, ``lookback``):
+  run. The dead-letter writer knows a bad row by its bytes less the moments its failure
+  records (``plowline_deadletter.identity``), remembers the ones it wrote and, after a
+  restart, reads back the objects of its lookback (``deliveries``, ``lookback``):
   a copy republished by a loader killed before its ack, or redelivered to a writer killed
   before its, is acked, not written. Like insertId it is best effort within a window
   (the lookback, 10 minutes by default), far longer than a chaos run's redeliveries.

@@ -30,13 +30,14 @@ lines) gets an object of its own holding exactly its bytes, never compressed, so
 with newlines inside is kept as it came and never mixed up with a neighbour.
 
 A message is acked only once the object holding it is written. A bad row is known by
-its bytes: a copy delivered again (a Pub/Sub redelivery, or the loader publishing it
-again under a new message id) while the first is buffered or after it was written is
-acked, not written again. Best effort, like BigQuery's insertId: the writer remembers the
-last 100,000 bad rows it wrote and, at start, those of the objects written in the last
+its bytes, less the moments its failure records (timestamp, lastAttempt, attempts): a
+copy delivered again (a Pub/Sub redelivery, or the loader publishing it again under a
+new message id) while the first is buffered or after it was written is acked, not
+written again. Best effort, like BigQuery's insertId: the writer remembers the last
+100,000 bad rows it wrote and, at start, those of the objects written in the last
 --dedupLookback seconds (/readyz is false until they are read); a copy later than that,
-or at another replica, is written again. Two messages with the same bytes count as one
-bad row delivered twice.
+or at another replica, is written again. Two bad rows that differ only in those moments
+count as one bad line delivered twice.
 
 Every option can also be set as PLOWLINE_DEADLETTER_<NAME> (e.g.
 PLOWLINE_DEADLETTER_MAX_ROWS=500); the command line wins. PUBSUB_EMULATOR_HOST / STORAGE_EMULATOR_HOST point at local stand-ins.

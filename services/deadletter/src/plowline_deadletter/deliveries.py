@@ -1,12 +1,11 @@
-"""Which deliveries repeat a bad row the writer holds or wrote lately, known by its bytes.
+"""Which deliveries repeat a bad row the writer holds or wrote lately, known by its identity.
 
 A bad row can reach the writer more than once: Pub/Sub delivers at least once (a
 duplicate delivery, an ack that arrived late or was lost with a crash: the same message
 id), and the loader publishes a batch's bad rows again when its own message is
-redelivered (a new message id, the same bytes: its bad rows are byte-identical on every
-delivery, ``plowline_loader.limits``). So a bad row is known by its digest, the
-blake2b-128 of its bytes with one trailing newline dropped (the bytes a line of an object
-holds), never by its message id. ``Deliveries`` sorts each delivery by digest:
+redelivered (a new message id, the same line). So a bad row is known by its identity
+(``identity``: a digest of its bytes, less the moments its failure records), never by
+its message id. ``Deliveries`` sorts each delivery by identity:
 
 * ``NEW``: the first delivery seen: buffer it;
 * ``HELD``: a copy of a buffered bad row: kept beside it and settled with it (acked when
@@ -17,36 +16,21 @@ Notes:
     Pure, and not thread-safe: the writer calls it under its lock. A copy is never acked
     before the object holding the bad row is written (an early ack of any delivery would
     settle it, and a crash before the write would lose it). Best effort within a window,
-    like BigQuery's insertId: "lately" is the last ``remember`` digests written (100,000
-    by default, a few MB), seeded at start from the objects written within the lookback
-    (``lookback``); a copy that arrives later than that, or at another instance, is
-    written again (at least once). Two messages with the same bytes are taken for one bad
-    line delivered twice: a bad row names its payload and failure, so two identical ones
-    say the same thing, and one line of it is kept.
+    like BigQuery's insertId: "lately" is the last ``remember`` identities written
+    (100,000 by default, a few MB), seeded at start from the objects written within the
+    lookback (``lookback``); a copy that arrives later than that, or at another
+    instance, is written again (at least once). Two messages of one identity are taken
+    for one bad line delivered twice, and one line of it is kept.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Iterable
 from enum import Enum
 from typing import Generic, TypeVar
 
 M = TypeVar("M")
-
-DIGEST_BYTES = 16
-"""blake2b-128: a collision among the bad rows of one lookback is out of reach."""
-
-
-def digest(data: bytes) -> bytes:
-    """Return the identity of a bad row: blake2b-128 of its bytes without a trailing newline.
-
-    Notes:
-        A message, its line in an NDJSON object and an unparseable object's content
-        (``layout``) all give the same digest.
-    """
-    return hashlib.blake2b(data.removesuffix(b"\n"), digest_size=DIGEST_BYTES).digest()
 
 
 class Seen(Enum):
@@ -58,7 +42,7 @@ class Seen(Enum):
 
 
 class Deliveries(Generic[M]):
-    """Track the digests buffered (with their copies) and the ones written lately."""
+    """Track the identities buffered (with their copies) and the ones written lately."""
 
     def __init__(self, remember: int = 100_000) -> None:
         if remember <= 0:
@@ -69,7 +53,7 @@ class Deliveries(Generic[M]):
 
     @property
     def remembered(self) -> int:
-        """Return how many digests of written bad rows are remembered."""
+        """Return how many identities of written bad rows are remembered."""
         return len(self._written)
 
     def admit(self, key: bytes, message: M) -> Seen:

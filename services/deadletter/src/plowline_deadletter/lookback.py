@@ -4,7 +4,7 @@ A writer killed after writing an object, before its acks reached Pub/Sub, gets t
 messages again; so does the next writer when the loader republished a bad row. A fresh
 writer remembers nothing, so at start, before it takes any message, it reads the
 objects written within the lookback (``--dedupLookback``, default 600 s; 0 = off) and
-remembers the digest of each of their bad rows (``DeadLetterWriter.recall``).
+remembers the identity of each of their bad rows (``DeadLetterWriter.recall``).
 
 The recent objects are found without walking the bucket. Names are
 ``<partition>/YYYY/MM/DD/HH/<stamp>-<id>…`` (``layout``): list the partitions (the
@@ -33,7 +33,7 @@ import structlog
 from plowline_core.errors import PlowlineError
 from plowline_core.ports import BlobStore
 
-from plowline_deadletter.deliveries import digest
+from plowline_deadletter.identity import identity
 from plowline_deadletter.layout import UNPARSEABLE, hour_folders, object_lines, stamp_of
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
@@ -124,7 +124,7 @@ def recall(
             _log.warning("object not recalled: not whole gzip", object=name, error=str(error))
             skipped += 1
             continue
-        writer.recall(digest(line) for line in lines)
+        writer.recall(identity(line) for line in lines)
         objects, rows = objects + 1, rows + len(lines)
         if objects % _PROGRESS_EVERY == 0:
             _log.info("lookback reading", objects=objects, of=len(names), rows=rows)

@@ -8,7 +8,7 @@ acked, never written as a second object.
 
 A bad row delivered again (Pub/Sub's at-least-once: a duplicate delivery, an ack that
 arrived late or was lost; or published again by the loader under a new message id) is
-never written twice by one writer: it is known by the digest of its bytes, a copy of a
+never written twice by one writer: it is known by its identity (``identity``), a copy of a
 buffered bad row waits beside it and is settled with it, and a copy of one written lately
 is acked at once (``deliveries``). "Lately" survives a restart: before it takes messages
 the writer is told what it wrote within the lookback (``recall``, from ``lookback``).
@@ -34,7 +34,8 @@ from plowline_core.errors import ObjectExists, PlowlineError
 from plowline_core.ports import BlobStore, Clock, IdentifiedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
-from plowline_deadletter.deliveries import Deliveries, Seen, digest
+from plowline_deadletter.deliveries import Deliveries, Seen
+from plowline_deadletter.identity import identity
 from plowline_deadletter.layout import (
     UNPARSEABLE,
     UNPARSEABLE_CONTENT_TYPE,
@@ -55,7 +56,7 @@ def _new_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Received:
-    """A buffered delivery and the digest of its bad row (computed once, on receipt)."""
+    """A buffered delivery and the identity of its bad row (computed once, on receipt)."""
 
     message: IdentifiedMessage
     key: bytes
@@ -88,15 +89,15 @@ class DeadLetterWriter:
         with self._lock:
             return self._batcher.pending
 
-    def recall(self, digests: Iterable[bytes]) -> int:
-        """Remember bad rows written before this start, by digest (oldest first); return the count.
+    def recall(self, identities: Iterable[bytes]) -> int:
+        """Remember bad rows written before this start (identities, oldest first); return the count.
 
         Notes:
             Called before the first ``receive`` (``lookback``); the count is of all the
-            digests remembered, at most the ``Deliveries`` bound.
+            identities remembered, at most the ``Deliveries`` bound.
         """
         with self._lock:
-            self._deliveries.remember(digests)
+            self._deliveries.remember(identities)
             return self._deliveries.remembered
 
     def receive(self, message: IdentifiedMessage) -> None:
@@ -104,7 +105,7 @@ class DeadLetterWriter:
         partition = partition_of(message.data)
         if partition == UNPARSEABLE:
             self._metrics.unparseable.inc()
-        received = _Received(message, digest(message.data))
+        received = _Received(message, identity(message.data))
         with self._lock:
             if self._closing:
                 message.nack()

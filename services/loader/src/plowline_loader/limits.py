@@ -15,8 +15,9 @@ Notes:
     Pure. A size violation is stamped with ``at``, the moment its message was published
     (``InboundMessage.publish_time``; the batch's start only for a file, which has none),
     never the clock: every delivery of a message then yields the same bytes, so a copy
-    republished after a redelivery or a crash is recognised by the dead-letter writer,
-    which identifies bad rows by their bytes (``plowline_deadletter.deliveries``). Snowplow
+    republished after a redelivery or a crash is recognised by any consumer comparing
+    bytes (plowline's dead-letter writer also ignores the moments a failure records,
+    ``plowline_deadletter.identity``). Snowplow
     stamps the time the violation was found; the publish time is at most that.
     The Pub/Sub client refuses a publish request over 10,000,000 bytes before it is
     sent (``MessageTooLargeError``); the budgets leave room for the topic path and framing.
