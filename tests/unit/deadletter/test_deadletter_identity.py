@@ -81,3 +81,15 @@ def test_a_line_read_back_from_an_object_has_the_identity_of_its_message(gzip: b
     name = "p/2026/11/22/05/20261122T051300Z-id1.ndjson" + (".gz" if gzip else "")
     lines = object_lines(name, encode_lines(messages, gzip))
     assert [identity(line) for line in lines] == [identity(m) for m in messages]
+
+
+def test_a_bad_row_nested_deeper_than_the_interpreter_recurses_has_an_identity() -> None:
+    """A hostile failure nested 1,000 levels deep is identified (no RecursionError), by its bytes."""
+
+    def nested(leaf: bytes) -> bytes:
+        depth = 1_000
+        failure = b"[" * depth + leaf + b"]" * depth
+        return b'{"schema":"iglu:a/b/jsonschema/1-0-0","data":{"failure":' + failure + b"}}"
+
+    assert identity(nested(b"1")) != identity(nested(b"2"))
+    assert identity(nested(b"1")) == identity(nested(b"1") + b"\n")

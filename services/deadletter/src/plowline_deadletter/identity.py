@@ -32,6 +32,11 @@ IDENTITY_BYTES = 16
 MOMENTS = frozenset({"timestamp", "lastAttempt", "attempts"})
 """Keys of a failure whose values say when (and how often) a producer looked, not what."""
 
+MOMENTS_DEPTH = 8
+"""How deep in a failure moments are blanked: Snowplow's lie at most 4 levels down
+(``failure[].error.lookupHistory[].lastAttempt``); deeper values count as they are, so a
+hostile bad row nested a thousand levels deep costs no recursion."""
+
 
 def identity(data: bytes) -> bytes:
     """Return the identity of a bad row (see the module docstring)."""
@@ -41,7 +46,7 @@ def identity(data: bytes) -> bytes:
         return _digest(b"\x00raw\x00" + line)
     body = document["data"]
     if "failure" in body:
-        body = {**body, "failure": _blank(body["failure"])}
+        body = {**body, "failure": _blank(body["failure"], MOMENTS_DEPTH)}
     try:
         return _digest(orjson.dumps({**document, "data": body}))
     except orjson.JSONEncodeError:  # not expected of what orjson read; the bytes then
@@ -59,12 +64,14 @@ def _document(line: bytes) -> dict[str, Any] | None:
     return document
 
 
-def _blank(value: Any) -> Any:
-    """Return ``value`` with every ``MOMENTS`` key's value set to None, at any depth."""
+def _blank(value: Any, depth: int) -> Any:
+    """Return ``value`` with every ``MOMENTS`` key's value set to None, ``depth`` levels down."""
+    if depth <= 0:
+        return value
     if isinstance(value, dict):
-        return {k: None if k in MOMENTS else _blank(v) for k, v in value.items()}
+        return {k: None if k in MOMENTS else _blank(v, depth - 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [_blank(item) for item in value]
+        return [_blank(item, depth - 1) for item in value]
     return value
 
 
