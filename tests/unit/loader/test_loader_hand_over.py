@@ -28,6 +28,7 @@ from plowline_loader.pipeline import (
     PartlyDelivered,
 )
 from plowline_loader.types import TypeTracker
+from structlog.testing import capture_logs
 
 CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")
 NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
@@ -106,9 +107,14 @@ def test_a_failing_mark_still_acks_the_published_failed_inserts(error: PlowlineE
     log.fail_with = error
     messages, _ = _messages()
 
-    outcome = _processor(failed, log).process(messages)
+    with capture_logs() as logs:
+        outcome = _processor(failed, log).process(messages)
 
     assert (outcome.events_in, outcome.good, outcome.failed, len(failed.messages)) == (3, 1, 2, 2)
+    warned = [e for e in logs if e["event"].endswith("without a ledger mark")]
+    assert [(e["log_level"], e["events"], e["error"]) for e in warned] == [
+        ("warning", 2, str(error))
+    ]
 
 
 def test_no_hand_over_log_outside_exactly_once_mode() -> None:

@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import NamedTuple
 
+import structlog
 from plowline_core.badrows import BadRow, FailureCode, Processor
 from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
@@ -67,6 +68,8 @@ __all__ = [
     "PreparedBatch",
 ]
 from plowline_loader.types import TypeTracker
+
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,16 +220,25 @@ class BatchProcessor:
 
         Notes:
             Best effort: the failed inserts are durable, so a failing mark must not hand
-            their messages back (they would be published twice). An unmarked id is left
-            where every id was before hand-overs existed: a later copy reaching the
-            loader may race the repeater (see ``plowline_cloud.write_api_pending``).
+            their messages back (they would be published twice); it is logged as a
+            warning. An unmarked id is left where every id was before hand-overs existed:
+            a later copy reaching the loader may race the repeater (see
+            ``plowline_cloud.write_api_pending``).
         """
         if self._to.hand_over is None:
             return
+        ids = [failure.row.insert_id for failure in failed]
         try:
-            self._to.hand_over.hand_over([failure.row.insert_id for failure in failed])
-        except (TransientError, PermanentError):
-            return
+            self._to.hand_over.hand_over(ids)
+        except (TransientError, PermanentError) as error:
+            _log.warning(
+                "failed inserts handed to the repeater without a ledger mark",
+                events=len(ids),
+                error=str(error),
+                risk="a later copy of one of these events reaching the loader may be"
+                " written by both the loader and the repeater (a duplicate row)",
+                first_event_id=ids[0] if ids else None,
+            )
 
     def _partly(
         self, prepared: PreparedBatch, delivered: _Delivered, stage: _Stage, error: PlowlineError
