@@ -279,7 +279,7 @@ def main() -> None:
         "--max-messages",
         type=int,
         help="the loader's --max-messages: messages per partition per micro-batch "
-        "(default: the loader's own, 5000)",
+        "(default: the loader's own, 10000)",
     )
     parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
