@@ -329,7 +329,11 @@ def _compare(baseline: list[Round], this: list[Round]) -> None:
     for kind in ("total", *KINDS):
         before = statistics.median(r.per_event_us[kind] for r in baseline)
         after = statistics.median(r.per_event_us[kind] for r in this)
-        print(f"  {kind:<36} {after / before if before else float('nan'):6.2f}")
+        if before:  # a kind neither spent anything on ("other") has no ratio
+            print(f"  {kind:<36} {after / before:6.2f}")
+    before = statistics.median(r.transform_us / r.per_event_us["total"] for r in baseline)
+    after = statistics.median(r.transform_us / r.per_event_us["total"] for r in this)
+    print(f"  transform's share: baseline {before:.2f}, this {after:.2f}")
 
 
 def _report(name: str, rounds: list[Round], args: argparse.Namespace) -> None:
