@@ -1,7 +1,7 @@
 """Where the loader's CPU goes: per event at steady state, per process kind, idle and start-up.
 
 Run: ``uv run python bench/loader_cpu.py [--events 30000] [--warmup 5000] [--rounds 3]
-[--idle-seconds 10] [--max-messages N] [--profile DIR]``
+[--idle-seconds 10] [--max-messages N] [--profile DIR] [--baseline-python PYTHON]``
 
 The loader runs as a user runs it: ``plowline-loader run`` as a process (Spark local[*],
 STREAMING_INSERTS) against the local stack this script starts. Each round, with a fresh
@@ -23,6 +23,9 @@ The lines are bench/transform.py's mix (0-5 contexts from Iglu Central, some uns
 events, ~10% bad lines); the table has their columns. Figures are medians over
 ``--rounds``. ``--profile DIR`` adds one unmeasured round with py-spy over every Python
 process and a JFR recording of the JVM during the drain, and prints their top frames.
+``--baseline-python`` (another checkout's ``.venv/bin/python``, e.g. main's) also runs
+that checkout's loader, alternating rounds with this one's, and prints both medians and
+their ratios: before/after figures from one run, under the same machine load.
 """
 
 from __future__ import annotations
@@ -62,8 +65,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from process_cpu import KINDS, Snapshot, TreeCpu, adopt_orphans
 from profiles import Profilers
 from transform import CONTEXTS, DEFAULT_IGLU, UNSTRUCTS, build_lines, run_transform
-
-LOADER = Path(sys.executable).parent / "plowline-loader"
 
 
 @dataclass(frozen=True)
@@ -170,16 +171,27 @@ def _transform_us(config: WorkerConfig, lines: list[str]) -> float:
     return (time.thread_time() - started) * 1e6 / len(lines)
 
 
-def _round(stack: LocalStack, root: Path, args: argparse.Namespace, seed: int) -> Round:
+def _round(
+    stack: LocalStack, root: Path, args: argparse.Namespace, seed: int, python: str = sys.executable
+) -> Round:
     config_file, resolver_file, table_ref, topic = _rig(stack, root)
     warmup, backlog = build_lines(args.warmup, seed), build_lines(args.events, seed + 1)
     _publish(stack, topic, warmup)
     port = free_port()
-    argv = [str(LOADER), "run", "--config", str(config_file), "--resolver", str(resolver_file)]
+    argv = [
+        str(Path(python).parent / "plowline-loader"),
+        "run",
+        "--config",
+        str(config_file),
+        "--resolver",
+        str(resolver_file),
+    ]
     argv += ["--checkpoint", str(root / "checkpoint"), "--port", str(port)]
     if args.max_messages is not None:
         argv += ["--max-messages", str(args.max_messages)]
     env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
+    # As from a shell with the loader's venv active (Spark's Python workers included).
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
     log = root / "loader.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -267,45 +279,71 @@ def main() -> None:
         "--max-messages",
         type=int,
         help="the loader's --max-messages: messages per partition per micro-batch "
-        "(default: the loader's own, 5000)",
+        "(default: the loader's own, 10000)",
     )
     parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
+    )
+    parser.add_argument(
+        "--baseline-python",
+        metavar="PYTHON",
+        help="also run another checkout's loader (its venv's python), alternating rounds",
     )
     args = parser.parse_args()
     adopt_orphans()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-cpu-"))
     stack = start_stack(root / "stack", StackConfig())
-    rounds: list[Round] = []
+    loaders = {"this": sys.executable}
+    if args.baseline_python:
+        loaders = {"baseline": args.baseline_python, **loaders}
+    runs: dict[str, list[Round]] = {name: [] for name in loaders}
     try:
         for number in range(args.rounds):
             measured = argparse.Namespace(**{**vars(args), "profile": None})
-            rounds.append(_round(stack, root / f"round-{number}", measured, seed=10 * number))
-            r = rounds[-1]
-            kinds = ", ".join(f"{k} {v:.1f}" for k, v in r.per_event_us.items())
-            print(
-                f"  round {number + 1}: CPU-µs/event {kinds}; transform {r.transform_us:.1f}; "
-                f"drain {r.drain_s:.1f} s; idle {r.idle_cores:.3f} cores; "
-                f"start-up {r.startup_cpu_s:.1f} CPU-s, first row {r.first_row_s:.1f} s",
-                flush=True,
-            )
+            for name, python in loaders.items():
+                where = root / f"round-{number}-{name}"
+                r = _round(stack, where, measured, seed=10 * number, python=python)
+                runs[name].append(r)
+                kinds = ", ".join(f"{k} {v:.1f}" for k, v in r.per_event_us.items())
+                print(
+                    f"  round {number + 1} {name}: CPU-µs/event {kinds}; transform "
+                    f"{r.transform_us:.1f}; drain {r.drain_s:.1f} s; idle {r.idle_cores:.3f} "
+                    f"cores; start-up {r.startup_cpu_s:.1f} CPU-s, first row {r.first_row_s:.1f} s",
+                    flush=True,
+                )
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
             _round(stack, root / "profiled", args, seed=99)
     finally:
         stack.stop()
-    if rounds:
-        _report(rounds, args)
+    for name, rounds in runs.items():
+        if rounds:
+            _report(f"{name} ({loaders[name]})", rounds, args)
+    if args.baseline_python and args.rounds:
+        _compare(runs["baseline"], runs["this"])
 
 
-def _report(rounds: list[Round], args: argparse.Namespace) -> None:
+def _compare(baseline: list[Round], this: list[Round]) -> None:
+    """Print this loader's medians per event as ratios of the baseline's (same run)."""
+    print("this / baseline (medians of CPU-µs per event; < 1: this spends less)")
+    for kind in ("total", *KINDS):
+        before = statistics.median(r.per_event_us[kind] for r in baseline)
+        after = statistics.median(r.per_event_us[kind] for r in this)
+        if before:  # a kind neither spent anything on ("other") has no ratio
+            print(f"  {kind:<36} {after / before:6.2f}")
+    before = statistics.median(r.transform_us / r.per_event_us["total"] for r in baseline)
+    after = statistics.median(r.transform_us / r.per_event_us["total"] for r in this)
+    print(f"  transform's share: baseline {before:.2f}, this {after:.2f}")
+
+
+def _report(name: str, rounds: list[Round], args: argparse.Namespace) -> None:
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
     loader = median([r.per_event_us["total"] for r in rounds])
     transform = median([r.transform_us for r in rounds])
     share = median([r.transform_us / r.per_event_us["total"] for r in rounds])
-    print(f"plowline loader CPU: {args.events:,} backlog after {args.warmup:,} warm-up, ", end="")
+    print(f"{name} loader CPU: {args.events:,} backlog after {args.warmup:,} warm-up, ", end="")
     print(f"median of {len(rounds)} rounds")
     print(f"  loader CPU per event (steady state)  {loader:8.1f} µs")
     for kind in KINDS:

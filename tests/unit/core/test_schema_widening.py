@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.schema.widening import Conflict, missing_fields, plan_widening
 
@@ -103,3 +105,28 @@ def test_missing_fields_follows_a_changed_schema() -> None:
     missing_fields(old, {"event_id": "e"})
     new = (EVENT_ID, Field("n", S))
     assert missing_fields(new, {"event_id": "e", "n": "x"}) == []
+
+
+class _CountingRow(dict[str, Any]):
+    """A row that counts how often its items are iterated."""
+
+    item_walks = 0
+
+    def items(self) -> Any:
+        type(self).item_walks += 1
+        return super().items()
+
+
+def test_missing_fields_visits_only_the_records_of_a_fitting_row() -> None:
+    """A row whose top-level keys all fit is checked by its RECORD values alone, not column by column."""
+    table = (EVENT_ID, CTX, *(Field(f"a{n}", S) for n in range(100)))
+    row = _CountingRow({"event_id": "e", "contexts_a": [{"x": "1"}]})
+    row.update({f"a{n}": "v" for n in range(100)})
+    assert (missing_fields(table, row), _CountingRow.item_walks) == ([], 0)
+
+
+def test_missing_fields_reports_several_records_in_row_order() -> None:
+    """Unknown keys under several RECORD columns come back in the row's column order."""
+    other = Field("contexts_b", FieldType.RECORD, Mode.REPEATED, (Field("x", S),))
+    row = {"contexts_b": [{"q": 1}], "event_id": "e", "contexts_a": [{"r": 2}]}
+    assert missing_fields((CTX, EVENT_ID, other), row) == ["contexts_b.q", "contexts_a.r"]

@@ -18,6 +18,7 @@ from google.auth.credentials import AnonymousCredentials, Credentials
 if TYPE_CHECKING:
     import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
     import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
+    import google.pubsub_v1 as gapic_pubsub
     from google.cloud import bigquery
 
 # Messages up to Pub/Sub's 10 MB limit plus framing must pass on an insecure channel.
@@ -53,6 +54,19 @@ def publisher_client(
             batch_settings=settings, transport=PublisherGrpcTransport(channel=channel)
         )
     return pubsub_v1.PublisherClient(batch_settings=settings, credentials=credentials)
+
+
+def publish_api_client(emulator_host: str | None = None) -> gapic_pubsub.PublisherClient:
+    """Return the Publisher API's GAPIC client (for ``publish_requests``), on Google or an emulator."""
+    import grpc
+    from google.pubsub_v1 import PublisherClient
+    from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
+
+    if emulator_host:
+        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+    else:
+        channel = PublisherGrpcTransport.create_channel(options=_GRPC_OPTIONS)
+    return PublisherClient(transport=PublisherGrpcTransport(channel=channel))
 
 
 def subscriber_client(

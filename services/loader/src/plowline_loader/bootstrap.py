@@ -184,8 +184,8 @@ def build_resolver(config: WorkerConfig) -> Resolver:
 
 def build_processor(config: WorkerConfig) -> BatchProcessor:
     """Build the clients, the adapters and the BatchProcessor of ``config``."""
-    from plowline_cloud.clients import bigquery_client, publisher_client
-    from plowline_cloud.pubsub import PubSubPublisher
+    from plowline_cloud.clients import bigquery_client, publish_api_client
+    from plowline_cloud.publish_requests import RequestPublisher
     from plowline_cloud.table_schema import BigQueryTableSchemaStore
 
     clock = SystemClock()
@@ -195,14 +195,15 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
     from plowline_cloud.write_api_pending import ExactlyOnceSink
 
     sink = build_row_sink(config, client, schema)
-    publisher = publisher_client(config.pubsub_emulator_host)
+    # Whole batches in whole Publish requests (bad rows, failed inserts, types: issue 17).
+    publisher = publish_api_client(config.pubsub_emulator_host)
     destinations = Destinations(
         schema=schema,
         table=DistinctRowSink(sink) if config.exactly_once else sink,
         hand_over=sink if isinstance(sink, ExactlyOnceSink) else None,
-        types=PubSubPublisher(publisher, config.topic(bigquery.types_topic)),
-        bad_rows=PubSubPublisher(publisher, config.topic(bigquery.bad_rows)),
-        failed_inserts=PubSubPublisher(publisher, config.topic(bigquery.failed_inserts)),
+        types=RequestPublisher(publisher, config.topic(bigquery.types_topic)),
+        bad_rows=RequestPublisher(publisher, config.topic(bigquery.bad_rows)),
+        failed_inserts=RequestPublisher(publisher, config.topic(bigquery.failed_inserts)),
     )
     return BatchProcessor(
         RowBuilder(build_resolver(config), config.column_mode),

@@ -239,7 +239,8 @@ def _inbound(row: MessageRow) -> InboundMessage:
 
 
 def _utc(moment: datetime | None) -> datetime | None:
-    # Spark hands TimestampType to Python as a naive local time.
-    if moment is None:
-        return None
+    # Spark hands TimestampType to Python as a naive local time; the processing source
+    # hands over UTC already.
+    if moment is None or moment.tzinfo is UTC:
+        return moment
     return moment.astimezone(UTC)

@@ -59,7 +59,9 @@ _FLAGS = {
         "spark-submit's --master applies"
     ),
     "--port": "health and metrics port (default 8083)",
-    "--max-messages": "messages per partition per micro-batch (default 5000)",
+    "--max-messages": (
+        "messages per partition per micro-batch (default 10000; --max-bytes may stop it sooner)"
+    ),
     "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
     "--partitions": "Spark partitions (concurrent pull/insert tasks) per micro-batch (default 2)",
     "--trigger-interval": (

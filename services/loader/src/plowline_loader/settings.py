@@ -49,7 +49,7 @@ class LoaderSettings(BaseSettings):
     checkpoint: str | None = None
     master: str | None = None  # None: local[*] in a plain run, the launcher's under spark-submit
     port: int = Field(8083, ge=0, le=65535)
-    max_messages: PositiveInt = 5000
+    max_messages: PositiveInt = 10_000
     max_bytes: PositiveInt = 16 * 1024 * 1024
     partitions: PositiveInt = 2
     trigger_interval: NonNegativeFloat | None = None

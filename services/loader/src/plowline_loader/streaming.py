@@ -63,7 +63,7 @@ class StreamSettings:
 
     checkpoint: str
     partitions: int = 2
-    max_messages: int = 5000
+    max_messages: int = 10_000
     max_bytes: int = 16 * 1024 * 1024
     pull_timeout_s: float = 1.0
     ack_deadline_s: int = 60

@@ -172,12 +172,17 @@ def _compile(fields: Sequence[Field]) -> _Checker:
 def _walk(checker: _Checker, row: Mapping[str, Any], parent: str, missing: list[str]) -> None:
     names, records = checker
     if row.keys() <= names.keys():
-        # Every key known (compared in C): only RECORD values need a closer look.
-        if records.isdisjoint(row.keys()):
-            return
-        for key, value in row.items():
-            if key in records and value is not None:
-                _walk_value(names[key], value, f"{parent}{key}.", missing)
+        # Every key known (compared in C): only RECORD values need a closer look, and
+        # only those are visited (a row has ~130 atomic columns and a few entity ones).
+        found: list[str] = []
+        for key in records.intersection(row.keys()):
+            value = row[key]
+            if value is not None:
+                _walk_value(names[key], value, f"{parent}{key}.", found)
+        if found:  # rare: walk again in row order, as reported
+            for key, value in row.items():
+                if key in records and value is not None:
+                    _walk_value(names[key], value, f"{parent}{key}.", missing)
         return
     for key, value in row.items():
         sub = names.get(key, _ABSENT)
@@ -195,9 +200,22 @@ def _walk_value(checker: _Checker | None, value: Any, path: str, missing: list[s
     """Walk the value of a RECORD field: an object, or an array of objects."""
     if checker is None:
         return
-    if isinstance(value, Mapping):
-        _walk(checker, value, path, missing)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, Mapping):
-                _walk(checker, item, path, missing)
+    if type(value) is not list:
+        if isinstance(value, Mapping):
+            _walk(checker, value, path, missing)
+        elif isinstance(value, list):
+            _walk_items(checker, value, path, missing)
+        return
+    _walk_items(checker, value, path, missing)
+
+
+def _walk_items(checker: _Checker, items: list[Any], path: str, missing: list[str]) -> None:
+    """Walk the items of a REPEATED RECORD value (objects; anything else is not walked)."""
+    names, records = checker
+    for item in items:
+        if type(item) is dict:
+            if not records and item.keys() <= names.keys():
+                continue  # the common item: flat, every key known (compared in C)
+            _walk(checker, item, path, missing)
+        elif isinstance(item, Mapping):
+            _walk(checker, item, path, missing)

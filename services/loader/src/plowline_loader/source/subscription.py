@@ -16,8 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import grpc
 from google.api_core import exceptions as gexc
@@ -55,19 +54,25 @@ _clients: dict[str | None, tuple[int, SubscriberClient]] = {}
 _clients_lock = threading.Lock()
 
 
-@dataclass(frozen=True, slots=True)
-class PulledMessage:
-    """One delivery: the ack id and the message, in plain picklable values."""
+class PulledMessage(NamedTuple):
+    """One delivery: the ack id and the message, in plain picklable values.
+
+    Notes:
+        A named tuple: built for every pulled message, in a third of a frozen dataclass's
+        time (issue 17).
+    """
 
     ack_id: str
     message_id: str
     publish_time_us: int
     data: bytes
-    attributes: tuple[tuple[str, str], ...]
+    attributes: tuple[tuple[str, str], ...] = ()
 
     @property
     def size(self) -> int:
         """Return the payload size counted against a partition's byte budget."""
+        if not self.attributes:
+            return len(self.data)
         return len(self.data) + sum(len(k) + len(v) for k, v in self.attributes)
 
 
@@ -155,13 +160,15 @@ def _request(kind: type[_Request], **fields: object) -> _Request:
 
 
 def _pulled(received: object) -> PulledMessage:
-    # Raw protobuf access: proto-plus wrappers cost several microseconds per field.
+    # Raw protobuf access: proto-plus wrappers cost several microseconds per field, and so
+    # does iterating an empty attribute map (most messages have none).
     message = received.message  # type: ignore[attr-defined]
     stamp = message.publish_time
+    attributes = message.attributes
     return PulledMessage(
-        ack_id=received.ack_id,  # type: ignore[attr-defined]
-        message_id=message.message_id,
-        publish_time_us=stamp.seconds * 1_000_000 + stamp.nanos // 1000,
-        data=message.data,
-        attributes=tuple(message.attributes.items()),
+        received.ack_id,  # type: ignore[attr-defined]
+        message.message_id,
+        stamp.seconds * 1_000_000 + stamp.nanos // 1000,
+        message.data,
+        tuple(attributes.items()) if attributes else (),
     )
