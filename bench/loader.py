@@ -168,7 +168,7 @@ def _loader(
 
 def _sustained(
     spark: SparkSession, stack: LocalStack, root: Path, events: int, max_messages: int
-) -> tuple[float, float]:
+) -> tuple[float | None, float]:
     """Drain a backlog of ``events``; return events/s at steady state and from query start.
 
     Notes:
@@ -195,7 +195,7 @@ def _sustained(
     query.processAllAvailable()
     loader.stop(30)
     (first_at, first_count), (last_at, last_count) = ends[0], ends[-1]
-    steady = (last_count - first_count) / (last_at - first_at) if len(ends) > 1 else 0.0
+    steady = (last_count - first_count) / (last_at - first_at) if len(ends) > 1 else None
     return steady, events / elapsed
 
 
@@ -323,7 +323,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--events", type=int, default=20_000, help="backlog drained for throughput (20000)"
+        "--events",
+        type=int,
+        default=60_000,
+        help="backlog drained for throughput (60000: several micro-batches at the loader's"
+        " default of 10,000 messages a partition; steady state needs at least two)",
     )
     parser.add_argument(
         "--rate", type=int, default=1000, help="offered events/s for the latency phase (1000)"
@@ -351,6 +355,11 @@ def main() -> None:
             spark, stack, ROOT, 1000, args.max_messages
         )  # warm-up: first batch, Python workers, clients
         rate, from_start = _sustained(spark, stack, ROOT, args.events, args.max_messages)
+        if rate is None:
+            raise SystemExit(
+                f"the {args.events:,}-event backlog fit one micro-batch: no steady state to"
+                " measure; raise --events or lower --max-messages"
+            )
         ceiling = _ceiling(stack, min(args.events, 10_000))
         p50, p99, (rss, pss) = _latency(
             spark, stack, ROOT, args.rate, args.seconds, args.max_messages
