@@ -70,7 +70,13 @@ SCHEMAS = {
         ShredProperty.UNSTRUCT_EVENT,
     ),
 }
-_MARKS = ("spark session", "loader started", "serving health", "batch loaded")
+_MARKS = (
+    "spark session",
+    "loader started",
+    "serving health",
+    "python workers warmed",
+    "batch loaded",
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ def _kind(pid: int) -> str:
         return "JVM"
     if "plowline_loader.cli" in words:
         return "driver (Python)"
-    if "pyspark.daemon" in words:
+    if "pyspark.daemon" in words or "plowline_loader.worker_daemon" in words:
         return f"daemon+forks {words[-1].rsplit('.', 1)[-1]}"
     return " ".join(w.rsplit("/", 1)[-1] for w in words[:3])
 

@@ -29,6 +29,7 @@ PRELOADED = (
 )
 """What every worker imports before its first task, in the order the daemon imports it."""
 
+
 def preload() -> None:
     """Import the workers' modules in this (not yet forking) process."""
     for name in PRELOADED:
