@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from plowline_core.config import BigQueryConfig
 from plowline_core.schema.entity import ColumnMode
 from plowline_loader.bootstrap import WorkerConfig
@@ -17,11 +19,10 @@ _DATA = {
 }  # fmt: skip
 
 
-def test_a_config_the_worker_cannot_build_from_is_returned_as_the_reason() -> None:
-    """A resolver that is not JSON makes the preparation return the ConfigError's text (the
-    first batch will meet and report it), not raise in the warm-up job."""
-    config = WorkerConfig(
-        BigQueryConfig.parse({"schema": _SCHEMA, "data": _DATA}),
+def _unbuildable(load: dict[str, Any]) -> WorkerConfig:
+    """Return a config for ``load`` whose resolver is not JSON (no processor can be built)."""
+    return WorkerConfig(
+        BigQueryConfig.parse({"schema": _SCHEMA, "data": {**_DATA, "load": load}}),
         "{not json",
         ".",
         ColumnMode.FULL,
@@ -30,6 +31,19 @@ def test_a_config_the_worker_cannot_build_from_is_returned_as_the_reason() -> No
         bigquery_emulator_host="http://127.0.0.1:9",
     )
 
-    reason = prepare_worker(config)
+
+def test_a_config_the_worker_cannot_build_from_is_returned_as_the_reason() -> None:
+    """A resolver that is not JSON makes the preparation return the ConfigError's text (the
+    first batch will meet and report it), not raise in the warm-up job."""
+    reason = prepare_worker(_unbuildable({"mode": "STREAMING_INSERTS", "retry": False}))
 
     assert reason.startswith("ConfigError: --resolver: not JSON")
+
+
+def test_exactly_once_workers_prepare_the_reads_only() -> None:
+    """In exactly-once mode the warmed workers only read (the processor runs after the
+    shuffle, in other workers): no processor is built, so the unbuildable one goes unnoticed."""
+    load = {"mode": "STORAGE_WRITE_API", "stream": "exactly-once", "retry": False}
+
+    expected = ""
+    assert expected == prepare_worker(_unbuildable(load))

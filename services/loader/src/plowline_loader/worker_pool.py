@@ -17,7 +17,9 @@ Notes:
     never raised. The job holds the task slots it uses for about a second; a batch
     planned meanwhile waits for them and then reuses the workers instead of forking
     more. It is a ``mapInArrow`` job, like the source's reads: Spark pools workers per
-    runner environment, and an RDD job's workers would never serve a read.
+    runner environment, and an RDD job's workers would never serve a read. In
+    exactly-once mode the processor runs after a shuffle, in an RDD job's workers
+    (``streaming``), so there the warm-up prepares the reads only.
     Picklable: ``WorkerPreparation`` holds the ``WorkerConfig`` only.
 """
 
@@ -35,17 +37,17 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]  # no type h
 from pyspark.errors.exceptions.base import PySparkException
 from pyspark.sql import SparkSession
 
+from plowline_loader.bootstrap import WorkerConfig, processor_for
+
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
-
-from plowline_loader.bootstrap import WorkerConfig, processor_for
 
 _log = structlog.get_logger("plowline.loader")
 _READ_PATH = "pyspark.sql.worker.plan_data_source_read"  # the source's read(): pyarrow, pandas
 
 
 def prepare_worker(config: WorkerConfig) -> str:
-    """Import the read path and build this worker's processor and subscriber; return "" or why not.
+    """Import the read path, build this worker's subscriber and processor; return "" or why not.
 
     Notes:
         Runs in a forked Python worker, where gRPC may be loaded (see ``worker_daemon``).
@@ -56,8 +58,9 @@ def prepare_worker(config: WorkerConfig) -> str:
 
     importlib.import_module(_READ_PATH)
     try:
-        processor_for(config)
         subscriber_for(config.pubsub_emulator_host)
+        if not config.exactly_once:  # there the processor runs in other workers (see notes)
+            processor_for(config)
     except PlowlineError as error:
         return f"{type(error).__name__}: {error}"
     return ""
