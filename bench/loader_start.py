@@ -74,7 +74,6 @@ _MARKS = (
     "spark session",
     "loader started",
     "serving health",
-    "python workers warmed",
     "batch loaded",
 )
 

@@ -40,7 +40,6 @@ from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
-from plowline_loader.worker_pool import warm_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -154,8 +153,6 @@ def run(args: argparse.Namespace) -> int:
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
     code = EXIT_OK
     try:
-        # While the query starts (source creation, runner, planning), not after it.
-        warm_workers(spark, config, min(streams.partitions, spark.sparkContext.defaultParallelism))
         query = loader.start()
         _log.info("serving health", port=health.port)
         while not stop.is_set():
