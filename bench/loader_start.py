@@ -70,12 +70,7 @@ SCHEMAS = {
         ShredProperty.UNSTRUCT_EVENT,
     ),
 }
-_MARKS = (
-    "spark session",
-    "loader started",
-    "serving health",
-    "batch loaded",
-)
+_MARKS = ("spark session", "loader started", "serving health", "batch loaded")
 
 
 @dataclass(frozen=True)
