@@ -158,6 +158,21 @@ def test_loader_image_has_java_17_and_java_home(deploy: Any) -> None:
     )
 
 
+def test_loader_image_ships_no_zipped_pyspark(deploy: Any) -> None:
+    """The builder removes pyspark's zipped copies of pyspark and py4j from the venv, so the
+    Python processes Spark starts import the installed, compiled packages."""
+    runs = [args for s in deploy.stages("loader") for args in s.all("RUN")]
+    removed = [
+        path.rsplit("/", 1)[-1]
+        for args in runs
+        if args.startswith("rm ")
+        for path in shlex.split(args)[1:]
+        if "/site-packages/pyspark/python/lib/" in path
+    ]
+    expected = ["pyspark.zip", "py4j-*-src.zip"]
+    assert expected == removed
+
+
 def test_loader_spark_target_answers_spark_driver_and_executor(deploy: Any) -> None:
     """The `spark` target's entrypoint handles Spark's driver and executor, else runs the CLI."""
     spark = next(s for s in deploy.stages("loader") if s.name == "spark")

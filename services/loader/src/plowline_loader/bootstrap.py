@@ -45,11 +45,12 @@ from plowline_core.transform.row import RowBuilder
 
 from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
-from plowline_loader.settings import LoaderSettings
 from plowline_loader.types import TypeTracker
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
+
+    from plowline_loader.settings import LoaderSettings  # pydantic-settings: driver only
 
 ARTIFACT = "plowline-loader"
 

@@ -18,7 +18,9 @@ Notes:
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.
     Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
-    AppCDS archive (``class_archive.py``) instead of loading them.
+    AppCDS archive (``class_archive.py``) instead of loading them. A plain run without
+    ``SPARK_HOME`` runs Spark from a home without the zipped pyspark (``spark_home``), so
+    the Python processes Spark starts import the installed, compiled pyspark.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pyspark
 from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 
 from plowline_loader.class_archive import archive_option
 from plowline_loader.source.pubsub_source import register_pubsub_source
+from plowline_loader.spark_home import spark_home_for
 
 # C1 only needs a small code cache. A small young generation: the eden is touched in full
 # between collections, and little survives a micro-batch. The free-ratio bounds let
@@ -41,6 +46,8 @@ _JVM_OPTIONS = (
     "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -Xmn48m"
     " -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 )
+WORKER_DAEMON = "plowline_loader.worker_daemon"
+"""The executors' Python worker daemon (``worker_daemon``: pyspark's, preloaded)."""
 LOCAL_MASTER = "local[*]"
 """The master of a plain ``plowline-loader run`` or ``backfill`` (no launcher, no --master)."""
 
@@ -72,6 +79,8 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.sql.catalogImplementation": "in-memory",
         # Non-daemon workers are never reused (Spark stops them after every task).
         "spark.python.worker.reuse": "true",
+        # The workers' daemon imports what they need once, before it forks them.
+        "spark.python.daemon.module": WORKER_DAEMON,
         # Local paths (a laptop's checkpoint, backfill files) without Hadoop's .crc side
         # files: every micro-batch writes two checkpoint files, and the checksummed file
         # system took 70-240 ms a batch doing it (issue 4). gs:// paths are unaffected.
@@ -162,11 +171,23 @@ def _set_jvm_environment(settings: SparkSettings) -> None:
         environment's script without that environment on the PATH would have those
         processes fail to import the source (or run another Python), so both name this
         interpreter. One interpreter also means one pool of reusable Python workers.
+        ``SPARK_HOME``, when unset, names a home without the zipped pyspark
+        (``spark_home``); one set by the user (a Spark distribution, the image) stands.
     """
     if settings.bind_address is not None:
         os.environ.setdefault("SPARK_LOCAL_IP", settings.bind_address)
+    if "SPARK_HOME" not in os.environ:
+        home = spark_home_for(Path(pyspark.__file__).parent, _cache_directory())
+        if home is not None:
+            os.environ["SPARK_HOME"] = str(home)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def _cache_directory() -> Path:
+    """Return the loader's directory in the user's cache (``$XDG_CACHE_HOME/plowline``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root, "plowline")
 
 
 def build_spark_session(settings: SparkSettings | None = None) -> SparkSession:
