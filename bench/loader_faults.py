@@ -1,6 +1,6 @@
 """Measure the streaming loader's throughput with faults on against none, in the same run.
 
-Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 10000]
+Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 40000]
 [--max-messages N] [--rounds 2] [--mode streaming-inserts|write-api-default]`` (default plan: ``examples/faults-1pct.toml``, 1% of
 BigQuery and Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
 
@@ -86,6 +86,11 @@ def _run(
         base._sustained(spark, stack, base.ROOT, WARM_UP, max_messages)
         started = time.monotonic()
         steady, from_start = base._sustained(spark, stack, base.ROOT, events, max_messages)
+        if steady is None:
+            raise SystemExit(
+                f"the {events:,}-event backlog fit one micro-batch: no steady state to"
+                " measure; raise --events or lower --max-messages"
+            )
         wall = time.monotonic() - started
         time.sleep(2.0)  # let in-flight retries land before counting
         rows, distinct = _counts(stack)
@@ -113,7 +118,11 @@ def main() -> None:
         help="fault plan for the second run (default: examples/faults-1pct.toml)",
     )
     parser.add_argument(
-        "--events", type=int, default=10_000, help="backlog drained per run (10000)"
+        "--events",
+        type=int,
+        default=40_000,
+        help="backlog drained per run (40000: several micro-batches at the loader's default"
+        " of 10,000 messages a partition; steady state needs at least two)",
     )
     parser.add_argument(
         "--max-messages",
