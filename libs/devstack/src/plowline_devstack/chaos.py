@@ -42,8 +42,14 @@ from plowline_devstack.faults import NO_FAULTS, FaultPlan
 from plowline_devstack.generate import GeneratedLine, generate
 from plowline_devstack.write_modes import WriteMode, write_config
 
-CHAOS_ENV = {"PLOWLINE_LOADER_ACK_DEADLINE": "10", "PLOWLINE_LOADER_LEASE_INTERVAL": "3"}
-"""A killed loader's leased messages come back after its ack deadline: keep it short."""
+CHAOS_ENV = {
+    "PLOWLINE_LOADER_ACK_DEADLINE": "10",
+    "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
+    "PLOWLINE_LOADER_STALL_TIMEOUT": "60",
+}
+"""A killed loader's leased messages come back after its ack deadline: keep it short. A
+loader whose micro-batch hangs exits after the stall timeout (and is restarted, as
+Kubernetes would): well inside the settle timeout."""
 OLD_SHARE = 0.25
 OLD_AGE = timedelta(days=3 * 365)
 _LOOK_EVERY_S = 1.0
@@ -71,6 +77,17 @@ class KillDone:
 
 
 @dataclass(frozen=True, slots=True)
+class ExitSeen:
+    """A service that exited by itself (not a planned kill), restarted as Kubernetes would."""
+
+    service: str
+    seen_at: float
+    code: int | None
+    restart_s: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChaosPlan:
     """What one chaos run does."""
 
@@ -91,6 +108,8 @@ class ChaosReport:
     plan: ChaosPlan
     schedule: tuple[Kill, ...]
     kills: list[KillDone] = field(default_factory=list)
+    exits: list[ExitSeen] = field(default_factory=list)
+    """Services that exited by themselves (a stalled loader, a crash) and were restarted."""
     published: int = 0
     publish_s: float = 0.0
     settle_s: float | None = None
@@ -137,6 +156,9 @@ class Killer:
         self._lock = threading.Lock()
         self._pending = len(schedule)
         self._released = threading.Event()
+        self.exits: list[ExitSeen] = []
+        names = sorted({*SERVICE_NAMES, *(kill.service for kill in schedule)})
+        self._restarting = {name: threading.Lock() for name in names}
         names = sorted({kill.service for kill in schedule})
         self._threads = [
             threading.Thread(
@@ -159,6 +181,45 @@ class Killer:
         with self._lock:
             return self._pending > 0
 
+    def revive_exited(self) -> None:
+        """Restart, in a thread of its own, each service that exited by itself; record it.
+
+        Notes:
+            What Kubernetes does for a container that exits. A service being killed and
+            restarted by its kill thread is left alone (its lock is held meanwhile).
+        """
+        for name, lock in self._restarting.items():
+            if not lock.acquire(blocking=False):
+                continue
+            service = self._run.services.get(name)
+            if service is None or service.alive():
+                lock.release()
+                continue
+            thread = threading.Thread(
+                target=self._revive, args=(name, lock), name=f"revive-{name}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def _revive(self, name: str, lock: threading.Lock) -> None:
+        seen = time.monotonic()
+        code = self._run.services[name].process.returncode
+        error = None
+        try:
+            self._run.restart(name, kill=True, timeout=240.0)
+        except PlowlineError as exc:
+            error = str(exc)
+        finally:
+            lock.release()
+        restart_s = None if error else time.monotonic() - seen
+        with self._lock:
+            self.exits.append(ExitSeen(name, seen - self._began, code, restart_s, error))
+        self._say(
+            f"{name} exited by itself (code {code}): "
+            + (f"did not come back: {error}" if error else f"restarted, ready in {restart_s:.1f} s")
+        )
+        self._released.wait()  # the service this thread started dies with it
+
     def release(self) -> None:
         """Let the threads end (only once the services they restarted are stopped)."""
         self._released.set()
@@ -171,10 +232,11 @@ class Killer:
             time.sleep(max(0.0, self._began + kill.at - time.monotonic()))
             killed_at = time.monotonic()
             error = None
-            try:
-                self._run.restart(kill.service, kill=True, timeout=240.0)
-            except PlowlineError as exc:  # a service that does not come back fails the run
-                error = str(exc)
+            with self._restarting[kill.service]:
+                try:
+                    self._run.restart(kill.service, kill=True, timeout=240.0)
+                except PlowlineError as exc:  # a service that does not come back fails the run
+                    error = str(exc)
             ready = time.monotonic()
             done = KillDone(kill, killed_at - self._began, ready - killed_at, error)
             with self._lock:
@@ -245,6 +307,7 @@ def _drive(run: DemoRun, plan: ChaosPlan, report: ChaosReport, killer: Killer, s
     killer.start(began)
     last_shown = 0.0
     while publisher.is_alive() or killer.busy():
+        killer.revive_exited()
         last_shown = _show(run, sent[0], len(lines), killer, last_shown, say)
         time.sleep(_LOOK_EVERY_S)
     report.kills = sorted(killer.done, key=lambda done: done.killed_at)
@@ -258,6 +321,7 @@ def _drive(run: DemoRun, plan: ChaosPlan, report: ChaosReport, killer: Killer, s
         say(f"every event placed {report.settle_s:.1f} s after the last SIGKILL")
         say(f"waiting {plan.linger:g} s more for late copies (redeliveries, resends)")
         time.sleep(plan.linger)
+    report.exits = sorted(killer.exits, key=lambda seen: seen.seen_at)
     report.accounting = run.account(lines)
     if report.accounting.duplicates:
         report.copies = run.reader.duplicate_copies()
@@ -277,6 +341,7 @@ def _wait_placed(
     deadline = time.monotonic() + timeout
     last_shown = 0.0
     while time.monotonic() < deadline:
+        killer.revive_exited()
         if run.progress(len(lines)).accounted >= len(lines):
             accounting = run.account(lines)
             if not accounting.missing and not accounting.misplaced:

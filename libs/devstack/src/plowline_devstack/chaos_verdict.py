@@ -128,6 +128,12 @@ def report_lines(judged: ChaosVerdict) -> list[str]:
             f"    {done.killed_at:7.1f} s  {done.kill.service:<10} (planned {done.kill.at:.1f} s)"
             f"  restart {restart}"
         )
+    out.append(f"exited by themselves, restarted {len(report.exits):>8}")
+    for seen in report.exits:
+        restart = "-" if seen.restart_s is None else f"{seen.restart_s:.1f} s"
+        out.append(
+            f"    {seen.seen_at:7.1f} s  {seen.service:<10} (exit code {seen.code})  restart {restart}"
+        )
     settle = "-" if report.settle_s is None else f"{report.settle_s:.1f} s"
     if report.settle_s is not None:
         met = "met" if report.settle_s <= SETTLE_GOAL_S else "MISSED"

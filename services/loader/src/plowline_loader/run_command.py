@@ -9,8 +9,10 @@ The default command: ``plowline-loader --config … --resolver …`` runs. Optio
 know (the Dataflow loader's ``--runner``, ``--project``, ``--region``, ``--tempLocation`` …)
 are ignored, and named in one warning at start.
 
-Exit codes: 0 stopped by SIGTERM/SIGINT (in-flight batch finished), 1 the query failed,
-2 usage or configuration error.
+Exit codes: 0 stopped by SIGTERM/SIGINT (in-flight batch finished), 1 the query failed
+or stalled (a micro-batch held longer than --stall-timeout without going through: the
+loader exits by itself so that it is restarted, ``vigil.py``), 2 usage or configuration
+error.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from plowline_core.errors import ConfigError
 from plowline_core.schema.entity import ColumnMode
 
 from plowline_loader.bootstrap import worker_config
-from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
+from plowline_loader.cli import EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
+from plowline_loader.vigil import arm_hard_exit, keep_vigil
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,7 +77,10 @@ _FLAGS = {
         "(default: <events table>_ledger)"
     ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
-    "--stall-timeout": f"{STALL_TIMEOUT_HELP} (default 600)",
+    "--stall-timeout": (
+        f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "
+        "any supervisor restarts it (default 600)"
+    ),
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"
@@ -153,15 +159,14 @@ def run(args: argparse.Namespace) -> int:
     log_spark_session(spark)
     streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
-    code = EXIT_OK
+    code = EXIT_UNAVAILABLE  # an exception while starting
     try:
         query = loader.start()
         _log.info("serving health", port=health.port)
-        while not stop.is_set():
-            if query.awaitTermination(_POLL_S):
-                _log.error("streaming query ended", error=str(query.exception()))
-                code = EXIT_UNAVAILABLE
-                break
+        ending = keep_vigil(query, stop, watch, _POLL_S)
+        code = ending.code
+        if ending.cause is not None and ending.cause.startswith("stalled"):
+            arm_hard_exit(code, settings.grace_period)
     finally:
         loader.stop(settings.grace_period * 0.8)
         spark.stop()
