@@ -12,6 +12,7 @@ tier's local stack with that fault plan (``plowline_devstack/faults.py``; defaul
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Tests start services (fork, then exec) from a process that talks gRPC: see
+# plowline_devstack's docstring for why gRPC's fork handlers stay off here.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 # Timing is a benchmark's business: on a shared 2-core machine a slow example is not a bug,
 # so property tests have no per-example deadline and no "too slow" health check.
