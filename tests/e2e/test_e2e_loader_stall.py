@@ -52,14 +52,17 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _python_workers(pid: int) -> list[int]:
-    """Return the loader's pyspark daemon and worker processes (the tasks' Python)."""
+    """Return the loader's worker daemon and its workers (the tasks' Python; see ``worker_daemon``)."""
     workers = []
     for child in _descendants(pid):
         try:
             command = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if b"pyspark.daemon" in command and b"pyspark.worker" in command:
+        forked_by_a_daemon = (
+            b"pyspark.daemon" in command or b"plowline_loader.worker_daemon" in command
+        )
+        if forked_by_a_daemon and command.rstrip().endswith(b"pyspark.worker"):
             workers.append(child)
     return workers
 
