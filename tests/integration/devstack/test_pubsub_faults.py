@@ -198,9 +198,20 @@ def test_an_unavailable_stream_hands_its_unsent_messages_back(clients: Any) -> N
     request = types.StreamingPullRequest(
         subscription=c.subscription, stream_ack_deadline_seconds=60
     )
-    stream = c.subscriber.streaming_pull(requests=iter([request]), timeout=30)
-    with pytest.raises(exceptions.ServiceUnavailable, match="unable to fulfill your request"):
-        next(iter(stream))
+    done = threading.Event()
+
+    def requests() -> Iterator[Any]:
+        # Keep the request side open as the client library does: a half-close is the client
+        # leaving, and the stand-in then hands the lease back with OK instead of breaking.
+        yield request
+        done.wait(30)
+
+    stream = c.subscriber.streaming_pull(requests=requests(), timeout=30)
+    try:
+        with pytest.raises(exceptions.ServiceUnavailable, match="unable to fulfill your request"):
+            next(iter(stream))
+    finally:
+        done.set()
     expected = [message_id]
     assert expected == [r.message.message_id for r in c.pull()]
 
