@@ -93,7 +93,9 @@ def test_source_partitions_are_read_on_both_executors(
     """The driver's per-executor metrics show both executors reading and loading the stream."""
     rig = make_rig({"mode": "STREAMING_INSERTS", "retry": False})
     good, bad = rig.stream(EVENTS, BAD_EVERY)
-    loader = rig.submit("run")
+    # A quarter of the backlog a partition per micro-batch: one executor's task cannot take the
+    # whole backlog before the other's starts (the default, 10,000 a partition, could).
+    loader = rig.submit("run", "--max-messages", str(EVENTS // 4))
 
     drained = eventually(_landed(rig, good, bad, loader), DRAIN_S)
     per_executor = loader.executor_events()
