@@ -25,6 +25,7 @@ ALERTS = {
     "PlowlineBacklogGrowing",
     "PlowlineNoRowsWithTraffic",
     "PlowlineDeadEnds",
+    "PlowlineDeadLetterLookbackIncomplete",
     "PlowlineBadRowRateJump",
     "PlowlineServiceNotReady",
     "PlowlineCheckpointStuck",
@@ -189,7 +190,7 @@ def test_alert_rules_are_the_same_in_every_flavour(deploy: Any) -> None:
 
 
 def test_alerts_cover_what_an_operator_must_hear_about(deploy: Any) -> None:
-    """Backlog, no rows with traffic, dead-ends, bad-row jump, not ready, stuck checkpoint: all alert."""
+    """Backlog, no rows, dead-ends, bad-row jump, not ready, stuck checkpoint, lookback: all alert."""
     names = {rule["alert"] for group in _groups(deploy) for rule in group["rules"]}
     assert names == ALERTS
 
