@@ -93,6 +93,15 @@ def test_e2e_loader_killed_mid_stream_loses_nothing(
     assert expected == _placement(pipeline, published)
 
 
+def test_e2e_spark_scratch_stays_in_the_run_directory(pipeline: DemoRun) -> None:
+    """The loader's block manager directory is under the run's directory, not /tmp.
+
+    A SIGKILLed loader cannot remove it: there it goes with the run instead of piling up.
+    """
+    scratch = sorted((pipeline.work_dir / "spark-local").glob("blockmgr-*"))
+    assert scratch, f"no blockmgr-* under {pipeline.work_dir / 'spark-local'}"
+
+
 @pytest.fixture(scope="module")
 def never_fitting_batch(
     pipeline: DemoRun,

@@ -120,7 +120,7 @@ class DemoRun:
             say(f"faults on: {', '.join(self.faults.names())}")
         self._reader = SystemsReader(self.stack)
         self.initial_columns = self.reader.columns()
-        env = service_env(self.stack, self.extra_env)
+        env = self._service_env()
         self.specs = service_commands(self.paths, self.backoff)
         if self.workers > 0:
             say(
@@ -180,13 +180,23 @@ class DemoRun:
             old.stop()
         new = launch(
             self.specs[name],
-            service_env(self._stack(), self.extra_env),
+            self._service_env(),
             self.log_dir,
             outlive=self.outlive,
         )
         self.services[name] = new
         wait_ready([new], timeout)
         return new
+
+    def _service_env(self) -> dict[str, str]:
+        """Return the services' environment; Spark's scratch (``blockmgr-*``) in the run's directory.
+
+        Notes:
+            A SIGKILLed loader leaves its block manager's directory behind; under the run's
+            directory it goes with the run instead of piling up in /tmp.
+        """
+        scratch = {"SPARK_LOCAL_DIRS": str(self.work_dir / "spark-local")}
+        return service_env(self._stack(), {**scratch, **self.extra_env})
 
     def use_backoff(self, seconds: float, timeout: float = 180.0) -> ServiceProcess:
         """Restart the repeater gracefully with ``--backoffPeriod seconds``.
