@@ -42,10 +42,12 @@ _TABLES = st.lists(_FIELDS, max_size=5).map(_unique)
 # Any row: dicts, lists, tuples, mappings that are not dicts, at any level.
 _VALUES = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.tuples(inner)
-    | st.dictionaries(_KEYS, inner, max_size=4)
-    | st.dictionaries(_KEYS, inner, max_size=2).map(UserDict),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner)
+        | st.dictionaries(_KEYS, inner, max_size=4)
+        | st.dictionaries(_KEYS, inner, max_size=2).map(UserDict)
+    ),
     max_leaves=10,
 )
 _ROWS = st.dictionaries(_KEYS, _VALUES, max_size=6)
@@ -73,7 +75,8 @@ def test_all_known_is_true_only_where_the_walk_finds_nothing(
     """Whatever the row, True from C means the Python walk reports no path."""
     checker = _checker_for(table)
     if _row_check.all_known(checker, row):
-        assert [] == _walked(checker, row)
+        expected: list[str] = []
+        assert expected == _walked(checker, row)
 
 
 @settings(max_examples=500, deadline=None)
@@ -102,7 +105,8 @@ TABLE = (Field("event_id", S), CTX)
 def test_an_unknown_key_in_a_later_item_is_not_known() -> None:
     """An unknown sub-field in the third item of a REPEATED RECORD is caught (and reported)."""
     row = {"event_id": "e", "contexts_a": [{"x": "1"}, None, {"x": "2", "y": "3"}]}
-    assert (False, ["contexts_a.y"]) == (
+    expected = (False, ["contexts_a.y"])
+    assert expected == (
         _row_check.all_known(_checker_for(TABLE), row),
         missing_fields(TABLE, row),
     )
@@ -111,7 +115,8 @@ def test_an_unknown_key_in_a_later_item_is_not_known() -> None:
 def test_a_key_in_another_case_is_left_to_the_walk() -> None:
     """A key the table has in lower case is undecided in C and known to the walk."""
     row = {"EVENT_ID": "e"}
-    assert (False, []) == (
+    expected = (False, [])
+    assert expected == (
         _row_check.all_known(_checker_for(TABLE), row),
         missing_fields(TABLE, row),
     )
@@ -120,7 +125,8 @@ def test_a_key_in_another_case_is_left_to_the_walk() -> None:
 def test_a_mapping_that_is_not_a_dict_is_left_to_the_walk() -> None:
     """An item that is another Mapping is undecided in C; the walk finds its unknown key."""
     row = {"contexts_a": [UserDict({"y": 1})]}
-    assert (False, ["contexts_a.y"]) == (
+    expected = (False, ["contexts_a.y"])
+    assert expected == (
         _row_check.all_known(_checker_for(TABLE), row),
         missing_fields(TABLE, row),
     )
@@ -135,7 +141,8 @@ def test_nesting_deeper_than_the_c_limit_is_left_to_the_walk() -> None:
     for _ in range(100):
         row = {"r": row}
     path = ".".join(["r"] * 100) + ".zz"
-    assert (False, [path]) == (
+    expected = (False, [path])
+    assert expected == (
         _row_check.all_known(_checker_for((field,)), row),
         missing_fields((field,), row),
     )
@@ -144,7 +151,8 @@ def test_nesting_deeper_than_the_c_limit_is_left_to_the_walk() -> None:
 def test_a_key_that_is_not_a_str_is_left_to_the_walk() -> None:
     """A non-str key is undecided in C (its lookup could run Python code) and reported."""
     row: dict[Any, Any] = {"event_id": "e", 7: "x"}
-    assert (False, ["7"]) == (
+    expected = (False, ["7"])
+    assert expected == (
         _row_check.all_known(_checker_for(TABLE), row),
         missing_fields(TABLE, row),
     )
