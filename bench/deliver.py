@@ -12,6 +12,10 @@ measured apart on the same rows (the field check, the request encoding, one inse
 one bad-row publish); medians of ``--repeat`` passes, each with a fresh insertId set.
 ``--profile`` adds a cProfile of ``deliver`` (top functions by own time).
 
+Another checkout's figures: run this file with its venv's python
+(``/work/base/.venv/bin/python bench/deliver.py``); the pieces it lacks are measured as
+that checkout does them.
+
 Not the loader as a user runs it (loader_cpu.py measures that): the piece figures say
 where the deliver thread's CPU goes, and compare two versions of one piece.
 """
@@ -30,7 +34,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from plowline_cloud.row_sink import encoded_entry, request_body
+from plowline_cloud.row_sink import MAX_REQUEST_BYTES, encoded_entry, request_body
 from plowline_core.ports import Row
 from plowline_core.schema.widening import missing_fields
 from plowline_devstack.provisioning import StackConfig
@@ -48,6 +52,15 @@ def _cpu_us(work: Callable[[], object], events: int) -> float:
     started = time.thread_time()
     work()
     return (time.thread_time() - started) * 1e6 / events
+
+
+def _body(rows: list[Row]) -> bytes | None:
+    """Encode one request's body as the sink does (row by row in a checkout without one pass)."""
+    try:
+        from plowline_cloud.row_sink import whole_request_body
+    except ImportError:  # --baseline: an older checkout
+        return request_body([encoded_entry(row) for row in rows])
+    return whole_request_body(rows, MAX_REQUEST_BYTES)
 
 
 def _messages(lines: list[str]) -> list[list[InboundMessage]]:
@@ -73,10 +86,7 @@ def _pass(processor: BatchProcessor, lines: list[str]) -> dict[str, float]:
     figures["  field check"] = _cpu_us(
         lambda: [missing_fields(fields, row.data) for chunk in rows for row in chunk], len(lines)
     )
-    figures["  encoding"] = _cpu_us(
-        lambda: [request_body([encoded_entry(row) for row in chunk]) for chunk in rows],
-        len(lines),
-    )
+    figures["  encoding"] = _cpu_us(lambda: [_body(chunk) for chunk in rows], len(lines))
     figures["  insert (all of it)"] = _cpu_us(
         lambda: [to.table.insert(c) for c in rows], len(lines)
     )
