@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -163,6 +164,19 @@ def test_invalid_row_fails_and_stopped_rows_land(bq: bigquery.Client, table_id: 
     )
     expected = ([(bad, InsertReason.INVALID)], ["e1", "e3"])
     assert expected == ([(f.row, f.reason) for f in failures], _event_ids(bq, table_id))
+
+
+def test_rows_encoded_one_by_one_land_as_the_whole_request_does(
+    bq: bigquery.Client, table_id: str
+) -> None:
+    """A read-only mapping among dict rows sends the call row by row: every row lands."""
+    create_events_table(bq, table_id, BASE)
+    odd = Row("e2", MappingProxyType(dict(_row("e2", app_id="é").data)))
+    rows = [_row("e1", app_id="a"), odd, _row("e3", app_id="🎉")]
+    failures = BigQueryRowSink(bq, table_id, _store(bq, table_id)).insert(rows)
+    landed = _query(bq, f"SELECT event_id, app_id FROM `{table_id}` ORDER BY event_id")
+    expected = ([], [("e1", "a"), ("e2", "é"), ("e3", "🎉")])
+    assert expected == (failures, [(r["event_id"], r["app_id"]) for r in landed])
 
 
 def _endpoint(client: bigquery.Client) -> str:

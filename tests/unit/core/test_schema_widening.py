@@ -130,3 +130,25 @@ def test_missing_fields_reports_several_records_in_row_order() -> None:
     other = Field("contexts_b", FieldType.RECORD, Mode.REPEATED, (Field("x", S),))
     row = {"contexts_b": [{"q": 1}], "event_id": "e", "contexts_a": [{"r": 2}]}
     assert missing_fields((CTX, EVENT_ID, other), row) == ["contexts_b.q", "contexts_a.r"]
+
+
+class _CountingRecord(dict[str, Any]):
+    """A RECORD value (a Mapping that is not a plain dict) that counts its key lookups."""
+
+    key_walks = 0
+
+    def keys(self) -> Any:
+        type(self).key_walks += 1
+        return super().keys()
+
+
+def test_missing_fields_walks_each_record_of_a_deep_row_once() -> None:
+    """An unknown leaf 20 RECORDs deep costs a walk per level, not 2**20 (it is still reported)."""
+    field = Field("r", S)
+    row: dict[str, Any] = {"zz": 1}
+    for _ in range(20):
+        field = Field("r", FieldType.RECORD, Mode.NULLABLE, (field,))
+        row = _CountingRecord({"r": row})
+    _CountingRecord.key_walks = 0
+    missing = missing_fields((field,), dict(row))
+    assert ([".".join(["r"] * 20) + ".zz"], True) == (missing, _CountingRecord.key_walks <= 40)

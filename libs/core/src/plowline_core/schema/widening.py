@@ -22,6 +22,13 @@ from typing import Any, NamedTuple
 
 from plowline_core.schema.field import Field, FieldType, Mode
 
+try:
+    from plowline_core.schema._row_check import all_known as _all_known
+except ImportError:  # a source tree nobody built: the Python walk answers alone
+    NATIVE = False
+else:
+    NATIVE = True
+
 
 @dataclass(frozen=True, slots=True)
 class Conflict:
@@ -140,8 +147,18 @@ def missing_fields(table_fields: Sequence[Field], row: Mapping[str, Any]) -> lis
         Walks RECORD values (objects) and REPEATED RECORD values (arrays of objects); a
         path appears once however many array items carry it. The compiled checker is
         cached by the identity of ``table_fields``: pass the same tuple for every row.
+        Speed (issue 17): the C ``all_known`` answers the common row, every key known, in
+        a third of the walk's time; it says True only where the walk finds nothing
+        (``_row_check.c``), and anything else is walked here, the reference.
     """
     checker = _checker_for(table_fields)
+    if NATIVE and _all_known(checker, row):
+        return []
+    return _walked(checker, row)
+
+
+def _walked(checker: _Checker, row: Mapping[str, Any]) -> list[str]:
+    """Return ``missing_fields``'s answer by the Python walk (the C check's reference)."""
     missing: list[str] = []
     _walk(checker, row, "", missing)
     if len(missing) > 1:
@@ -174,15 +191,18 @@ def _walk(checker: _Checker, row: Mapping[str, Any], parent: str, missing: list[
     if row.keys() <= names.keys():
         # Every key known (compared in C): only RECORD values need a closer look, and
         # only those are visited (a row has ~130 atomic columns and a few entity ones).
-        found: list[str] = []
+        found: dict[str, list[str]] = {}
         for key in records.intersection(row.keys()):
             value = row[key]
             if value is not None:
-                _walk_value(names[key], value, f"{parent}{key}.", found)
-        if found:  # rare: walk again in row order, as reported
-            for key, value in row.items():
-                if key in records and value is not None:
-                    _walk_value(names[key], value, f"{parent}{key}.", missing)
+                paths: list[str] = []
+                _walk_value(names[key], value, f"{parent}{key}.", paths)
+                if paths:
+                    found[key] = paths
+        if found:  # rare: report in row order (each record walked once: a walk again
+            # per level would cost 2**depth on a deep row with an unknown leaf)
+            for key in row:
+                missing.extend(found.get(key, ()))
         return
     for key, value in row.items():
         sub = names.get(key, _ABSENT)
