@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import Future
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,6 @@ from plowline_loader import partition as partition_module
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.partition import AckSettings, StreamingPartition
 from plowline_loader.pipeline import BatchProcessor, InboundMessage
-from plowline_loader.source.processing import message_row
 from plowline_loader.source.pubsub_source import PubSubPartition, pull_bounded
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -116,7 +116,7 @@ class _InlinePool:
 def _task(config: WorkerConfig, subscription: str, host: str, events: int, variant: str) -> None:
     """Run one task of ``events`` messages as a loader's Python worker runs it."""
     partition = PubSubPartition(0, subscription, host, events, 64 << 20, 1.0, 60)
-    rows = (message_row(m, subscription) for pulled in pull_bounded(partition) for m in pulled)
+    rows = chain.from_iterable(pull_bounded(partition))  # as the processing source reads
     pool = partition_module.ThreadPoolExecutor
     if variant == "inline":
         partition_module.ThreadPoolExecutor = _InlinePool  # type: ignore[misc,assignment]

@@ -18,7 +18,7 @@ from plowline_loader.partition import (
     freeze_worker_heap,
     task_collector,
 )
-from plowline_loader.source.acking import MessageRow
+from plowline_loader.source.delivery import PulledMessage
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_a_task_reads_its_messages_with_the_task_threshold(tmp_path: Path) -> No
     before = gc.get_threshold()
     seen: list[tuple[int, int, int]] = []
 
-    def messages() -> Iterator[MessageRow]:
+    def messages() -> Iterator[PulledMessage]:
         seen.append(gc.get_threshold())
         yield from ()
 
