@@ -3,10 +3,10 @@
 ``StreamingPartition`` is the function every task of a micro-batch runs, inside the
 source's ``read()`` (``source.processing``: over the pulled messages themselves) or, in
 exactly-once mode, as ``frame.rdd.mapPartitions(partition.from_rows)`` (over the
-``pubsub`` source's rows, each made a ``PulledMessage``). It hands them to ``AckingPartition`` (lease,
-process, ack or nack) with a processor that runs ``BatchProcessor`` over them in
-pipelined chunks (``process_in_chunks``), then yields one small ``PartitionReport``: that
-is how counts and latencies reach the driver's metrics.
+``pubsub`` source's rows, each made a ``PulledMessage``). It hands the messages to
+``AckingPartition`` (lease, process, ack or nack) with a processor that runs
+``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then yields one
+small ``PartitionReport``: that is how counts and latencies reach the driver's metrics.
 
 Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:

@@ -6,10 +6,10 @@ Usage::
     reports = [report_of(row) for row in spark.readStream.format("plowline-load")...]
 
 ``process`` is a picklable function from a partition's deliveries (``PulledMessage``s, a
-lazy iterator that pulls as it is read) to a few picklable results;
-in the loader it is ``StreamingPartition``: transform, insert, publish, ack, and one
-``PartitionReport``. The source's ``read()`` pulls the partition's bounded slice exactly
-as ``pubsub`` does, hands it to ``process`` in the same task, and yields one row per result (``report``: the
+lazy iterator that pulls as it is read) to a few picklable results; in the loader it is
+``StreamingPartition``: transform, insert, publish, ack, and one ``PartitionReport``.
+The source's ``read()`` pulls the partition's bounded slice exactly as ``pubsub`` does,
+hands it to ``process`` in the same task, and yields one row per result (``report``: the
 pickled result). The micro-batch's one action is then a ``collect()`` of those reports.
 
 Notes:
