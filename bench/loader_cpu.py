@@ -1,7 +1,8 @@
 """Where the loader's CPU goes: per event at steady state, per process kind, idle and start-up.
 
 Run: ``uv run python bench/loader_cpu.py [--events 30000] [--warmup 5000] [--rounds 3]
-[--idle-seconds 10] [--max-messages N[,N...]] [--profile DIR] [--baseline-python PYTHON]``
+[--idle-seconds 10] [--max-messages N[,N...]] [--max-bytes N] [--profile DIR]
+[--baseline-python PYTHON]``
 
 The loader runs as a user runs it: ``plowline-loader run`` as a process (Spark local[*],
 STREAMING_INSERTS) against the local stack this script starts. Each round, with a fresh
@@ -218,6 +219,8 @@ def _round(
     argv += ["--checkpoint", str(root / "checkpoint"), "--port", str(port)]
     if args.max_messages is not None:
         argv += ["--max-messages", str(args.max_messages)]
+    if args.max_bytes is not None:
+        argv += ["--max-bytes", str(args.max_bytes)]
     env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
     # As from a shell with the loader's venv active (Spark's Python workers included).
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -312,6 +315,12 @@ def main() -> None:
         default=[None],
         help="the loader's --max-messages: messages per partition per micro-batch "
         "(default: the loader's own, 10000); several, comma-separated: each in every round",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        help="the loader's --max-bytes, for every loader run (default: the loader's own, "
+        "16 MiB: ~11,000 of these lines, so it binds before --max-messages above that)",
     )
     parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
