@@ -1,7 +1,8 @@
 """Where the loader's CPU goes: per event at steady state, per process kind, idle and start-up.
 
 Run: ``uv run python bench/loader_cpu.py [--events 30000] [--warmup 5000] [--rounds 3]
-[--idle-seconds 10] [--max-messages N] [--profile DIR] [--baseline-python PYTHON]``
+[--idle-seconds 10] [--max-messages N[,N...]] [--max-bytes N] [--profile DIR]
+[--baseline-python PYTHON]``
 
 The loader runs as a user runs it: ``plowline-loader run`` as a process (Spark local[*],
 STREAMING_INSERTS) against the local stack this script starts. Each round, with a fresh
@@ -26,6 +27,8 @@ process and a JFR recording of the JVM during the drain, and prints their top fr
 ``--baseline-python`` (another checkout's ``.venv/bin/python``, e.g. main's) also runs
 that checkout's loader, alternating rounds with this one's, and prints both medians and
 their ratios: before/after figures from one run, under the same machine load.
+``--max-messages 10000,20000`` likewise alternates the loader's micro-batch budgets
+(messages per partition) in every round and prints each one's medians.
 """
 
 from __future__ import annotations
@@ -149,6 +152,33 @@ def _events_in(log: Path) -> int:
 _BATCH_EVENTS = re.compile(r"batch loaded .*? events=(\d+)")
 
 
+class _BatchJvm:
+    """The JVM's CPU per micro-batch of the drain: sampled when the log shows a batch done."""
+
+    def __init__(self, log: Path, snapshot: Any, before: Snapshot) -> None:
+        self._log, self._snapshot = log, snapshot
+        self._skip = len(self._batches())  # the warm-up's
+        self._jvm = [before.by_kind["jvm"]]
+        self._events: list[int] = []
+
+    def _batches(self) -> list[int]:
+        return [int(n) for n in _BATCH_EVENTS.findall(self._log.read_text(errors="replace"))]
+
+    def events_in(self) -> int:
+        """Return the events loaded so far (warm-up included); note the JVM's CPU at a new batch."""
+        batches = self._batches()
+        drained = batches[self._skip :]
+        if len(drained) > len(self._events):
+            self._jvm.append(self._snapshot().by_kind["jvm"])
+            self._events = drained
+        return sum(batches)
+
+    def print(self) -> None:
+        """Print each drained batch's events and the JVM's CPU-s up to its end."""
+        spent = [f"{b - a:.2f}" for a, b in zip(self._jvm, self._jvm[1:], strict=False)]
+        print(f"    drain batches: events {self._events}; JVM CPU-s {spent}", flush=True)
+
+
 def _wait(process: subprocess.Popen[bytes], log: Path, done: Any, timeout_s: float) -> float:
     """Poll ``done()`` every 0.2 s; return when it held; exit if the loader died."""
     deadline = time.monotonic() + timeout_s
@@ -189,6 +219,8 @@ def _round(
     argv += ["--checkpoint", str(root / "checkpoint"), "--port", str(port)]
     if args.max_messages is not None:
         argv += ["--max-messages", str(args.max_messages)]
+    if args.max_bytes is not None:
+        argv += ["--max-bytes", str(args.max_bytes)]
     env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
     # As from a shell with the loader's venv active (Spark's Python workers included).
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -221,8 +253,10 @@ def _round(
             os.killpg(process.pid, signal.SIGCONT)
         total = args.warmup + args.events
         resumed = time.monotonic()
-        drained_at = _wait(process, log, lambda: _events_in(log) >= total, 600)
+        batches = _BatchJvm(log, snapshot, before)
+        drained_at = _wait(process, log, lambda: batches.events_in() >= total, 600)
         after = snapshot()
+        batches.print()
         if profilers is not None:
             profilers.stop()
         time.sleep(args.idle_seconds)
@@ -277,9 +311,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--max-messages",
-        type=int,
+        type=_budgets,
+        default=[None],
         help="the loader's --max-messages: messages per partition per micro-batch "
-        "(default: the loader's own, 10000)",
+        "(default: the loader's own, 10000); several, comma-separated: each in every round",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        help="the loader's --max-bytes, for every loader run (default: the loader's own, "
+        "16 MiB: ~11,000 of these lines, so it binds before --max-messages above that)",
     )
     parser.add_argument(
         "--profile", type=Path, metavar="DIR", help="add a profiled round; write profiles to DIR"
@@ -293,15 +334,20 @@ def main() -> None:
     adopt_orphans()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-cpu-"))
     stack = start_stack(root / "stack", StackConfig())
-    loaders = {"this": sys.executable}
+    pythons = {"this": sys.executable}
     if args.baseline_python:
-        loaders = {"baseline": args.baseline_python, **loaders}
+        pythons = {"baseline": args.baseline_python, **pythons}
+    loaders: dict[str, tuple[str, int | None]] = {}
+    for name, python in pythons.items():
+        for budget in args.max_messages:
+            loaders[name if budget is None else f"{name}@{budget}"] = (python, budget)
     runs: dict[str, list[Round]] = {name: [] for name in loaders}
     try:
         for number in range(args.rounds):
-            measured = argparse.Namespace(**{**vars(args), "profile": None})
-            for name, python in loaders.items():
-                where = root / f"round-{number}-{name}"
+            for name, (python, budget) in loaders.items():
+                measured = argparse.Namespace(**{**vars(args), "profile": None})
+                measured.max_messages = budget
+                where = root / f"round-{number}-{name.replace('@', '-')}"
                 r = _round(stack, where, measured, seed=10 * number, python=python)
                 runs[name].append(r)
                 kinds = ", ".join(f"{k} {v:.1f}" for k, v in r.per_event_us.items())
@@ -313,14 +359,22 @@ def main() -> None:
                 )
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
-            _round(stack, root / "profiled", args, seed=99)
+            profiled = argparse.Namespace(**{**vars(args), "max_messages": args.max_messages[0]})
+            _round(stack, root / "profiled", profiled, seed=99)
     finally:
         stack.stop()
     for name, rounds in runs.items():
         if rounds:
-            _report(f"{name} ({loaders[name]})", rounds, args)
+            _report(f"{name} ({loaders[name][0]})", rounds, args)
     if args.baseline_python and args.rounds:
-        _compare(runs["baseline"], runs["this"])
+        for budget in args.max_messages:
+            suffix = "" if budget is None else f"@{budget}"
+            _compare(runs[f"baseline{suffix}"], runs[f"this{suffix}"])
+
+
+def _budgets(text: str) -> list[int | None]:
+    """Parse ``--max-messages``: one budget or several, comma-separated."""
+    return [int(part) for part in text.split(",")]
 
 
 def _compare(baseline: list[Round], this: list[Round]) -> None:

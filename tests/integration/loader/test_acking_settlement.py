@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from plowline_cloud.clients import subscriber_client
 from plowline_loader.source import AckingPartition, Settlement
-from plowline_loader.source.acking import MessageRow
+from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.source.subscription import Subscription
 
 if TYPE_CHECKING:
     from conftest import Channel
 
 
-def _rows(channel: Channel, count: int) -> list[dict[str, Any]]:
-    """Pull ``count`` deliveries as rows of the pubsub source."""
+def _rows(channel: Channel, count: int) -> list[PulledMessage]:
+    """Pull ``count`` deliveries, as the processing source hands them to its tasks."""
     subscription = Subscription(channel.subscription, channel.endpoint)
-    pulled: list[dict[str, Any]] = []
+    pulled: list[PulledMessage] = []
     while len(pulled) < count:
-        for message in subscription.pull(count - len(pulled), 5.0):
-            pulled.append(
-                {
-                    "subscription": channel.subscription,
-                    "ack_id": message.ack_id,
-                    "message_id": message.message_id,
-                    "data": message.data,
-                }
-            )
+        pulled += subscription.pull(count - len(pulled), 5.0)
     return pulled
 
 
@@ -39,7 +31,7 @@ class DurableThenUnreachable:
     subscription: str
     calls: list[int] = field(default_factory=list)
 
-    def __call__(self, rows: list[MessageRow]) -> None:
+    def __call__(self, rows: list[PulledMessage]) -> None:
         """Record the rows as written, then delete the subscription their acks go to."""
         self.calls.append(len(rows))
         subscriber_client(self.endpoint).delete_subscription(
@@ -62,7 +54,7 @@ def test_durable_deliveries_are_acked_and_the_rest_nacked(channel: Channel) -> N
     """A processor handing back 5 of 20: 15 acked, 5 nacked, nothing left unsettled."""
     channel.publish(20)
     rows = _rows(channel, 20)
-    handed_back = {row["ack_id"] for row in rows[:5]}
+    handed_back = {row.ack_id for row in rows[:5]}
 
     settlement = AckingPartition(lambda _: handed_back, channel.endpoint, 10, 3.0)(rows)
 

@@ -16,14 +16,15 @@ from plowline_cloud.clients import publisher_client
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.bootstrap import build_processor
 from plowline_loader.partition import process_in_chunks
+from plowline_loader.source.delivery import PulledMessage
 
 if TYPE_CHECKING:
     from conftest import ModeRig
 
 
-def _row(n: int, data: bytes) -> dict[str, Any]:
-    published = datetime.now(UTC)
-    return {"ack_id": f"ack-{n}", "message_id": f"m-{n}", "publish_time": published, "data": data}
+def _row(n: int, data: bytes) -> PulledMessage:
+    published_us = int(datetime.now(UTC).timestamp() * 1_000_000)
+    return PulledMessage(f"ack-{n}", "projects/p/subscriptions/in", f"m-{n}", published_us, data)
 
 
 def test_a_missing_bad_rows_topic_hands_back_only_the_bad_line(

@@ -15,7 +15,7 @@ import json
 import zlib
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -42,6 +42,7 @@ from plowline_core.transform.row import RowBuilder
 from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.partition import CHUNK_MESSAGES, process_in_chunks
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
+from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.types import TypeTracker
 
 NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
@@ -265,16 +266,16 @@ def _rig(limits: Limits, distinct: bool) -> _Rig:
     return _Rig(processor, sink, bad_rows, failed, limits)
 
 
-def _rows(bodies: list[bytes | Heavy]) -> list[dict[str, Any]]:
+def _rows(bodies: list[bytes | Heavy]) -> list[PulledMessage]:
+    published_us = (NOW - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
     return [
-        {
-            "ack_id": f"ack-{n}",
-            "subscription": "projects/p/subscriptions/in",
-            "message_id": str(n),
-            "publish_time": NOW,
-            "data": body.data if isinstance(body, Heavy) else body,
-            "attributes": {},
-        }
+        PulledMessage(
+            f"ack-{n}",
+            "projects/p/subscriptions/in",
+            str(n),
+            published_us,
+            body.data if isinstance(body, Heavy) else body,
+        )
         for n, body in enumerate(bodies)
     ]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from plowline_core.badrows import Processor
@@ -55,7 +55,9 @@ class _Rig:
         )
 
     def process(self, data: bytes, published: datetime = NOW) -> BatchOutcome:
-        return self.processor.process([InboundMessage(data, "m-1", published)])
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        published_us = (published - epoch) // timedelta(microseconds=1)
+        return self.processor.process([InboundMessage(data, "m-1", published_us)])
 
     def bad_row(self) -> dict[str, object]:
         (only,) = self.bad_rows.messages

@@ -7,7 +7,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -40,6 +40,7 @@ from plowline_loader.pipeline import (
     Limits,
     PreparedBatch,
 )
+from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.types import TypeTracker
 
 CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")
@@ -123,7 +124,9 @@ def make_rig(
 
 def message(line: str, index: int = 0) -> InboundMessage:
     """Wrap a TSV line as a Pub/Sub message published one second before NOW."""
-    return InboundMessage(line.encode(), f"m-{index}", datetime(2024, 5, 1, 10, 0, 4, tzinfo=UTC))
+    return InboundMessage(
+        line.encode(), f"m-{index}", _micros(datetime(2024, 5, 1, 10, 0, 4, tzinfo=UTC))
+    )
 
 
 @pytest.fixture
@@ -365,18 +368,24 @@ def test_outcomes_merge_by_adding_counts() -> None:
 # process_in_chunks: a partition in pipelined chunks, only the undone handed back.
 
 PUBLISHED = datetime(2024, 5, 1, 10, 0, 4, tzinfo=UTC)
+SUBSCRIPTION = "projects/p/subscriptions/in"
 
 
-def _rows(count: int) -> list[Any]:
+def _micros(moment: datetime) -> int:
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def _pulled(ack_id: str, message_id: str, data: bytes) -> PulledMessage:
+    return PulledMessage(ack_id, SUBSCRIPTION, message_id, _micros(PUBLISHED), data)
+
+
+def _rows(count: int) -> list[PulledMessage]:
     return [
-        {
-            "ack_id": f"ack-{n}",
-            "message_id": f"m-{n}",
-            "publish_time": PUBLISHED,
-            "data": with_entities(
-                contexts=[(CTX.to_uri(), {"a": n})], event_id=str(uuid.uuid4())
-            ).encode(),
-        }
+        _pulled(
+            f"ack-{n}",
+            f"m-{n}",
+            with_entities(contexts=[(CTX.to_uri(), {"a": n})], event_id=str(uuid.uuid4())).encode(),
+        )
         for n in range(count)
     ]
 
@@ -445,7 +454,7 @@ def test_a_failed_write_hands_back_that_chunk_and_the_rest() -> None:
 
     assert (report.outcome.good, handed_back, report.transient_error) == (
         500,
-        [row["ack_id"] for row in rows[500:]],
+        [row.ack_id for row in rows[500:]],
         "TransientError: insertAll: 503 backend error",
     )
 
@@ -461,7 +470,7 @@ def test_a_failed_prepare_keeps_the_chunk_being_written() -> None:
     assert (report.outcome.good, len(rig.sink.rows), handed_back) == (
         1000,
         1000,
-        [row["ack_id"] for row in rows[1000:]],
+        [row.ack_id for row in rows[1000:]],
     )
 
 
@@ -503,7 +512,7 @@ def _mixed_rows() -> list[Any]:
     """Two good rows, one needing a column the table lacks (a failed insert), one bad line."""
     lines = [_ctx_line(_eid()), _ctx_line(_eid()), _click_line(_eid()), "not\ta\tline"]
     return [
-        {"ack_id": f"x-ack-{n}", "message_id": f"x-{n}", "publish_time": PUBLISHED, "data": line}
+        _pulled(f"x-ack-{n}", f"x-{n}", line)
         for n, line in enumerate(line.encode() for line in lines)
     ]
 
@@ -516,9 +525,7 @@ def test_a_failed_insert_publish_hands_back_only_what_is_not_durable() -> None:
 
     report, handed_back = process_in_chunks(rig.processor, rows, 500)
     rig.failed_inserts.fail_with = None
-    retried, again = process_in_chunks(
-        rig.processor, [r for r in rows if r["ack_id"] in handed_back]
-    )
+    retried, again = process_in_chunks(rig.processor, [r for r in rows if r.ack_id in handed_back])
 
     assert (handed_back, report.outcome.good, report.outcome.events_in, again) == (
         ["x-ack-2", "x-ack-3"],
@@ -556,7 +563,7 @@ def test_a_publish_failing_in_a_later_chunk_hands_back_the_chunks_after_it() -> 
 
     _, handed_back = process_in_chunks(rig.processor, rows, 4)
 
-    assert handed_back == ["x-ack-3"] + [row["ack_id"] for row in rows[4:]]
+    assert handed_back == ["x-ack-3"] + [row.ack_id for row in rows[4:]]
 
 
 def _worker_config(load: dict[str, Any]) -> WorkerConfig:
@@ -607,7 +614,7 @@ def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail()
     small, big = _eid(), _eid()
     lines = [_ctx_line(small), enriched_line(event_id=big, page_title="t" * 6_000)]
     rows = [
-        {"ack_id": f"ack-{n}", "message_id": f"m-{n}", "publish_time": PUBLISHED, "data": line}
+        _pulled(f"ack-{n}", f"m-{n}", line)
         for n, line in enumerate(line.encode() for line in lines)
     ]
 

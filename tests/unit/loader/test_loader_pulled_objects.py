@@ -1,4 +1,5 @@
-"""From a pulled protobuf message to the pipeline's InboundMessage: exact values (its CPU is bench/loader_cpu.py's)."""
+"""From a pulled protobuf message, or a ``pubsub`` source's row, to the delivery a task reads:
+exact values (its CPU is bench/loader_cpu.py's)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from google.pubsub_v1.types import PullResponse
-from plowline_loader.partition import _inbound
-from plowline_loader.pipeline import InboundMessage
-from plowline_loader.source.processing import message_row
-from plowline_loader.source.subscription import PulledMessage, _pulled
+from plowline_loader.source.delivery import PulledMessage, pulled_of_row
+from plowline_loader.source.subscription import _pulled
+from pyspark.sql import Row
 
 SUBSCRIPTION = "projects/p/subscriptions/s"
+PUBLISHED_US = 1_700_000_000_123_456
 
 
 def _response(count: int, attributes: dict[str, str] | None = None) -> Any:
@@ -27,37 +28,43 @@ def _response(count: int, attributes: dict[str, str] | None = None) -> Any:
     return response
 
 
+def _row(publish_time: datetime, attributes: dict[str, str] | None = None) -> Row:
+    return Row(
+        ack_id="ack-0",
+        subscription=SUBSCRIPTION,
+        message_id="1000",
+        publish_time=publish_time,
+        data=bytearray(b"line\t0"),
+        attributes=attributes or {},
+    )
+
+
 def test_a_pulled_message_carries_the_delivery() -> None:
-    """Ack id, message id, publish time (µs), data and attributes come over unchanged."""
+    """Ack id, subscription, message id, publish time (µs), data and attributes come over."""
     [received] = _response(1, {"k": "v"}).received_messages
-    pulled = _pulled(received)
-    expected = PulledMessage("ack-0", "1000", 1_700_000_000_123_456, b"line\t0", (("k", "v"),))
+    pulled = _pulled(received, SUBSCRIPTION)
+    expected = PulledMessage("ack-0", SUBSCRIPTION, "1000", PUBLISHED_US, b"line\t0", (("k", "v"),))
     assert (pulled, pulled.size) == (expected, len(b"line\t0") + 2)
 
 
 def test_a_message_without_attributes_has_none() -> None:
     """No attributes: an empty tuple, and the size is the data's."""
     [received] = _response(1).received_messages
-    pulled = _pulled(received)
+    pulled = _pulled(received, SUBSCRIPTION)
     assert (pulled.attributes, pulled.size) == ((), len(b"line\t0"))
 
 
-def test_the_inbound_message_keeps_the_publish_time_in_utc() -> None:
-    """The processing source's UTC time is kept; Spark's naive local time is made UTC."""
-    [received] = _response(1).received_messages
-    inbound = _inbound(message_row(_pulled(received), SUBSCRIPTION))
-    naive = datetime(2026, 1, 2, 3, 4, 5)
-    local = {"ack_id": "a", "message_id": "m", "data": b"x", "publish_time": naive}
-    published = datetime(2023, 11, 14, 22, 13, 20, 123_456, tzinfo=UTC)
-    assert (inbound, _inbound(local).publish_time) == (
-        InboundMessage(b"line\t0", "1000", published),
-        naive.astimezone(UTC),
-    )
+def test_a_source_row_is_the_delivery_it_was_pulled_as() -> None:
+    """Spark's naive local publish time is taken as local and made UTC µs; data made bytes."""
+    moment = datetime.fromtimestamp(PUBLISHED_US / 1e6)  # naive, local: as Spark hands it
+    pulled = pulled_of_row(_row(moment, {"k": "v"}))
+    expected = PulledMessage("ack-0", SUBSCRIPTION, "1000", PUBLISHED_US, b"line\t0", (("k", "v"),))
+    assert (expected, bytes) == (pulled, type(pulled.data))
 
 
-def test_an_inbound_time_in_another_zone_becomes_utc() -> None:
-    """An aware time in another zone is converted, not passed through."""
+def test_a_source_row_time_in_another_zone_is_converted() -> None:
+    """An aware time in another zone becomes the same instant in UTC µs, not its wall time."""
     moment = datetime(2026, 1, 2, 3, 0, tzinfo=timezone(timedelta(hours=2)))
-    row = {"ack_id": "a", "message_id": "m", "data": b"x", "publish_time": moment}
-    published = _inbound(row).publish_time
-    assert (published, published.tzinfo if published else None) == (moment, UTC)
+    utc = datetime(2026, 1, 2, 1, 0, tzinfo=UTC)
+    expected = int(utc.timestamp()) * 1_000_000
+    assert expected == pulled_of_row(_row(moment)).publish_time_us

@@ -1,13 +1,24 @@
-"""The Python worker's heap: frozen once, at the start of its second task (issue 17)."""
+"""The Python worker's heap: frozen once, at the start of its second task, and collected
+seldom while a task runs (issue 17)."""
 
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from plowline_core.schema.entity import ColumnMode
 from plowline_loader import partition
-from plowline_loader.partition import freeze_worker_heap
+from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from plowline_loader.partition import (
+    TASK_GC_THRESHOLD,
+    StreamingPartition,
+    freeze_worker_heap,
+    task_collector,
+)
+from plowline_loader.source.delivery import PulledMessage
 
 
 @pytest.fixture
@@ -34,3 +45,57 @@ def test_frozen_objects_are_out_of_the_collectors_sight() -> None:
     freeze_worker_heap()
     expected = (0, True)
     assert expected == (before, gc.get_freeze_count() > 0)
+
+
+def _config(tmp_path: Path) -> WorkerConfig:
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(_CONFIG))
+    return WorkerConfig(
+        load_bigquery_config(config_file), "{}", str(tmp_path), ColumnMode.FULL, "0"
+    )
+
+
+_CONFIG = {
+    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
+    "data": {
+        "name": "worker heap test",
+        "id": "31b1559d-d319-4023-aaae-97698238d808",
+        "projectId": "p",
+        "datasetId": "d",
+        "tableId": "events",
+        "input": "enriched-in",
+        "typesTopic": "types",
+        "typesSubscription": "types-sub",
+        "badRows": "bad",
+        "failedInserts": "failed",
+        "load": {"mode": "STREAMING_INSERTS", "retry": False},
+        "purpose": "ENRICHED_EVENTS",
+    },
+}
+
+
+@pytest.mark.usefixtures("fresh_worker")
+def test_a_task_reads_its_messages_with_the_task_threshold(tmp_path: Path) -> None:
+    """While a task reads its messages the young generation waits for TASK_GC_THRESHOLD
+    allocations; Python's thresholds are back once the task reported."""
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    def messages() -> Iterator[PulledMessage]:
+        seen.append(gc.get_threshold())
+        yield from ()
+
+    list(StreamingPartition(_config(tmp_path))(messages()))
+
+    expected = ([(TASK_GC_THRESHOLD, *before[1:])], before)
+    assert expected == (seen, gc.get_threshold())
+
+
+def test_the_thresholds_come_back_when_the_task_fails() -> None:
+    """A task that raises leaves the collector as it found it."""
+    before = gc.get_threshold()
+
+    with pytest.raises(RuntimeError), task_collector(12_345):
+        raise RuntimeError("a bug in the task")
+
+    assert before == gc.get_threshold()

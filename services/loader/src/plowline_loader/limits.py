@@ -64,12 +64,20 @@ class SizeChecks:
         self.limits = limits
         self._processor = processor
 
+    def may_be_oversized(self, line: bytes) -> bool:
+        """Say whether the row of ``line`` could be over ``max_row_bytes`` (False: it cannot).
+
+        Notes:
+            The common case, answered without serialising the row nor making its stamp.
+        """
+        return len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 >= self.limits.max_row_bytes
+
     def oversized_row(
         self, row: TransformedRow, line: bytes, at: datetime
     ) -> SizeViolationRow | None:
         """Return the size violation (stamped ``at``) of a row over ``max_row_bytes``, else None."""
         limit = self.limits.max_row_bytes
-        if len(line) * _ESCAPE_FACTOR + _ROW_OVERHEAD * 1024 < limit:
+        if not self.may_be_oversized(line):
             return None
         size = encoded_row_size(row)
         if size <= limit:

@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import structlog
 from plowline_core.badrows import BadRow, FailureCode, Processor
@@ -64,6 +64,7 @@ __all__ = [
     "Destinations",
     "InboundMessage",
     "Limits",
+    "Message",
     "PartlyDelivered",
     "PreparedBatch",
 ]
@@ -72,17 +73,37 @@ from plowline_loader.types import TypeTracker
 _log = structlog.get_logger(__name__)
 
 
-class InboundMessage(NamedTuple):
-    """One enriched TSV line as it arrived (``publish_time`` is None for files).
+class Message(Protocol):
+    """What the pipeline reads of a message: an ``InboundMessage``, or a pulled Pub/Sub message.
 
     Notes:
-        A named tuple: one is built for every message, in a third of a frozen
-        dataclass's time (issue 17).
+        Pulled messages are read as they are (``source.subscription.PulledMessage``): no
+        second object per message (issue 17). The publish time is microseconds since the
+        epoch, made a ``datetime`` only where one is needed (a size violation's stamp).
     """
+
+    @property
+    def data(self) -> bytes:
+        """The enriched TSV line."""
+        ...
+
+    @property
+    def message_id(self) -> str:
+        """The message's id (a file's line: ``path:number``)."""
+        ...
+
+    @property
+    def publish_time_us(self) -> int | None:
+        """When Pub/Sub accepted it, in µs since the epoch (None for a line from a file)."""
+        ...
+
+
+class InboundMessage(NamedTuple):
+    """One enriched TSV line as it arrived (``publish_time_us`` is None for files)."""
 
     data: bytes
     message_id: str
-    publish_time: datetime | None = None
+    publish_time_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +125,7 @@ class Destinations:
 
 class _Good(NamedTuple):
     row: Row
-    message: InboundMessage
+    message: Message
     types: frozenset[EntityType]
 
 
@@ -112,7 +133,7 @@ class _Sorted(NamedTuple):
     goods: list[_Good]
     bad_rows: list[bytes]
     bad_by_code: Counter[str]
-    bad_messages: list[InboundMessage]  # one per bad row, in order
+    bad_messages: list[Message]  # one per bad row, in order
 
 
 class _Refused(NamedTuple):
@@ -121,8 +142,8 @@ class _Refused(NamedTuple):
     failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
     payloads: list[bytes]
     bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
-    failed_messages: list[InboundMessage]  # the message of each failed insert
-    bad_messages: list[InboundMessage]  # the message of each size violation
+    failed_messages: list[Message]  # the message of each failed insert
+    bad_messages: list[Message]  # the message of each size violation
 
 
 class _Stage(Enum):
@@ -144,7 +165,7 @@ class _Delivered(NamedTuple):
 class PreparedBatch(NamedTuple):
     """A batch transformed and sorted by ``BatchProcessor.prepare``, not yet written."""
 
-    messages: Sequence[InboundMessage]
+    messages: Sequence[Message]
     batch: _Sorted
     started: datetime
 
@@ -167,7 +188,7 @@ class BatchProcessor:
         self._clock = clock
         self._sizes = SizeChecks(limits or Limits(), processor)
 
-    def process(self, messages: Sequence[InboundMessage]) -> BatchOutcome:
+    def process(self, messages: Sequence[Message]) -> BatchOutcome:
         """Route every message to the table, failedInserts or badRows; return the counts.
 
         Raises:
@@ -175,7 +196,7 @@ class BatchProcessor:
         """
         return self.deliver(self.prepare(messages))
 
-    def prepare(self, messages: Sequence[InboundMessage]) -> PreparedBatch:
+    def prepare(self, messages: Sequence[Message]) -> PreparedBatch:
         """Transform every message; write nothing (the first half of ``process``).
 
         Raises:
@@ -266,20 +287,23 @@ class BatchProcessor:
             frozenset(message.message_id for message in pending),
         )
 
-    def _sort(self, messages: Sequence[InboundMessage], now: datetime) -> _Sorted:
+    def _sort(self, messages: Sequence[Message], now: datetime) -> _Sorted:
         goods: list[_Good] = []
         bad_rows: list[bytes] = []
-        bad_messages: list[InboundMessage] = []
+        bad_messages: list[Message] = []
         codes: Counter[str] = Counter()
+        sizes = self._sizes
         for message in messages:
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
-                oversized = self._sizes.oversized_row(result, message.data, _stamp(message, now))
+                oversized = None
+                if sizes.may_be_oversized(message.data):
+                    oversized = sizes.oversized_row(result, message.data, _stamp(message, now))
                 if oversized is None:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
-            encoded, code = self._sizes.bad_row(result, message.data, _stamp(message, now))
+            encoded, code = sizes.bad_row(result, message.data, _stamp(message, now))
             bad_rows.append(encoded)
             bad_messages.append(message)
             codes[code] += 1
@@ -336,7 +360,7 @@ class BatchProcessor:
 
     def _outcome(
         self,
-        messages: Sequence[InboundMessage],
+        messages: Sequence[Message],
         batch: _Sorted,
         failures: Sequence[InsertFailure],
         refused: _Refused,
@@ -384,21 +408,24 @@ def _collector_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tupl
 
 
 def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[float, ...]:
-    return tuple(
-        (inserted_at - _aware(good.message.publish_time)).total_seconds()
-        for good in landed
-        if good.message.publish_time is not None
-    )
+    inserted_us = (_aware(inserted_at) - _EPOCH) // _MICROSECOND
+    published = (good.message.publish_time_us for good in landed)
+    return tuple((inserted_us - us) / 1e6 for us in published if us is not None)
 
 
-def _stamp(message: InboundMessage, now: datetime) -> datetime:
+def _stamp(message: Message, now: datetime) -> datetime:
     """Return the time a size violation of ``message`` carries: its publish time, else ``now``.
 
     Notes:
         The publish time is the same on every delivery, so the bad row's bytes are too
         (``limits``); only a line read from a file, which has none, is stamped ``now``.
     """
-    return now if message.publish_time is None else _aware(message.publish_time)
+    published = message.publish_time_us
+    return now if published is None else _EPOCH + timedelta(microseconds=published)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -5,7 +5,7 @@ Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of o
 the source's ``read()`` (``source.processing``: the rows never leave the Python worker
 that pulled them), and the driver merges the reports into the metrics. In exactly-once
 mode the rows are shuffled by event id first, so there the source is the plain
-``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...))``.
+``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``.
 When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again (pulling the nacked messages back); readiness returns with the first batch
@@ -183,7 +183,9 @@ class BatchWriter:
     def _run(self, frame: DataFrame) -> list[PartitionReport]:
         """Run the batch's one action; return the partitions' reports."""
         if self._keyed:
-            reports: list[PartitionReport] = frame.rdd.mapPartitions(self._partition).collect()
+            reports: list[PartitionReport] = frame.rdd.mapPartitions(
+                self._partition.from_rows
+            ).collect()
             return reports
         return [report_of(row) for row in frame.collect()]
 

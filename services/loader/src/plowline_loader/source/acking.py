@@ -4,6 +4,7 @@ Usage::
 
     def process(rows: list[Row]) -> Collection[str] | None:
         ...  # transform, insert, publish; return the ack ids NOT yet durable (or None)
+        # (rows: the pubsub source's; AckingPartition also takes PulledMessages)
 
     stream.writeStream.foreachBatch(acking_batch_writer(process, emulator_host=host)).start()
 
@@ -30,12 +31,13 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import structlog
 from plowline_core.errors import PlowlineError
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
+from plowline_loader.source.delivery import Delivery
 from plowline_loader.source.lease import LeaseExtender
 
 if TYPE_CHECKING:
@@ -44,15 +46,8 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("plowline.loader.source")
 
 
-class MessageRow(Protocol):
-    """A row of the ``pubsub`` source read by column name: a ``pyspark.sql.Row`` or a dict."""
-
-    def __getitem__(self, name: str, /) -> Any:
-        """Return the value of column ``name``."""
-        ...
-
-
-PartitionProcessor = Callable[[list[MessageRow]], Collection[str] | None]
+_D = TypeVar("_D", bound=Delivery)
+PartitionProcessor = Callable[[list[_D]], Collection[str] | None]
 
 ACK_ATTEMPTS = 3
 """Tries of one settling call (ack or nack of a subscription's ids) before it is given up."""
@@ -68,7 +63,7 @@ class Settlement:
 
 
 @dataclass(frozen=True)
-class AckingPartition:
+class AckingPartition(Generic[_D]):
     """A picklable ``foreachPartition`` function: lease, process, then ack or nack.
 
     Notes:
@@ -76,13 +71,13 @@ class AckingPartition:
         without the lease lapsing when it is at most a third of it (the default).
     """
 
-    process: PartitionProcessor
+    process: PartitionProcessor[_D]
     emulator_host: str | None = None
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
 
-    def __call__(self, rows: Iterable[MessageRow]) -> Settlement:
-        """Process one partition's rows and settle their deliveries."""
+    def __call__(self, rows: Iterable[_D]) -> Settlement:
+        """Process one partition's deliveries and settle them."""
         batch = list(rows)
         if not batch:
             return Settlement()
@@ -152,10 +147,10 @@ def _nack_after_failure(
             _log.warning("nack_failed", subscription=path, ack_ids=len(ids), error=str(error))
 
 
-def _ack_ids_by_subscription(rows: list[MessageRow]) -> dict[str, list[str]]:
+def _ack_ids_by_subscription(rows: list[_D]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = defaultdict(list)
     for row in rows:
-        grouped[row["subscription"]].append(row["ack_id"])
+        grouped[row.subscription].append(row.ack_id)
     return dict(grouped)
 
 
@@ -164,7 +159,7 @@ def _discard(settlement: Settlement) -> None:
 
 
 def acking_batch_writer(
-    process: PartitionProcessor,
+    process: PartitionProcessor[Row],
     *,
     emulator_host: str | None = None,
     ack_deadline_s: int = 60,
@@ -176,7 +171,7 @@ def acking_batch_writer(
         It runs exactly one action on the micro-batch DataFrame: a second action would
         re-run the source's ``read()`` and pull other messages.
     """
-    acking = AckingPartition(process, emulator_host, ack_deadline_s, lease_interval_s)
+    acking = AckingPartition[Row](process, emulator_host, ack_deadline_s, lease_interval_s)
 
     def write_batch(frame: DataFrame, batch_id: int) -> None:
         frame.foreachPartition(lambda rows: _discard(acking(rows)))

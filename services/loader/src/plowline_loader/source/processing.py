@@ -5,18 +5,20 @@ Usage::
     register_processing_source(spark, "plowline-load", process)
     reports = [report_of(row) for row in spark.readStream.format("plowline-load")...]
 
-``process`` is a picklable function from a partition's rows (the ``pubsub`` source's
-columns, as dicts; a lazy iterator that pulls as it is read) to a few picklable results;
-in the loader it is ``StreamingPartition``: transform, insert, publish, ack, and one
-``PartitionReport``. The source's ``read()`` pulls the partition's bounded slice exactly
-as ``pubsub`` does, hands it to ``process`` in the same task, and yields one row per result (``report``: the
+``process`` is a picklable function from a partition's deliveries (``PulledMessage``s, a
+lazy iterator that pulls as it is read) to a few picklable results; in the loader it is
+``StreamingPartition``: transform, insert, publish, ack, and one ``PartitionReport``.
+The source's ``read()`` pulls the partition's bounded slice exactly as ``pubsub`` does,
+hands it to ``process`` in the same task, and yields one row per result (``report``: the
 pickled result). The micro-batch's one action is then a ``collect()`` of those reports.
 
 Notes:
     Why (issue 4): with the plain source, the rows travel from the Python worker that read
     them to the JVM as Arrow, and from the JVM to a second Python worker (the
     ``mapPartitions`` function) as pickled rows. Here they never leave the worker that
-    pulled them: one Python worker per running task instead of two, and no conversion.
+    pulled them: one Python worker per running task instead of two, and no conversion:
+    the pulled message itself is what the function reads (issue 17: no row dict and no
+    datetime per message).
     Every guarantee of ``pubsub`` and ``AckingPartition`` holds unchanged: the same pull
     budgets, receipt extensions, leases, ack-after-durable and nack-on-failure. The
     exactly-once mode cannot use it (its shuffle sits between reading and processing).
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from pyspark import cloudpickle
@@ -34,7 +36,6 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql.datasource import DataSource, InputPartition
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from plowline_loader.source.acking import MessageRow
 from plowline_loader.source.pubsub_source import (
     PubSubDataSource,
     PubSubPartition,
@@ -44,13 +45,12 @@ from plowline_loader.source.pubsub_source import (
 )
 
 if TYPE_CHECKING:
-    from plowline_loader.source.subscription import PulledMessage
+    from plowline_loader.source.delivery import PulledMessage
 
 REPORT_SCHEMA = StructType([StructField("report", BinaryType(), False)])
 """One row per result of the partition function: the pickled result."""
 
-TaskFunction = Callable[[Iterator[MessageRow]], Iterable[object]]
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TaskFunction = Callable[[Iterator["PulledMessage"]], Iterable[object]]
 
 
 class ProcessingStreamReader(PubSubStreamReader):
@@ -82,30 +82,9 @@ class ProcessingStreamReader(PubSubStreamReader):
         if not isinstance(partition, PubSubPartition):
             raise TypeError(f"pubsub source cannot read {type(partition).__name__}")
         # Lazy: the function pulls when it reads them (it may prepare the worker first).
-        rows: Iterator[MessageRow] = (
-            message_row(message, partition.subscription)
-            for pulled in pull_bounded(partition)
-            for message in pulled
-        )
-        for result in self.process(rows):
+        messages = chain.from_iterable(pull_bounded(partition))
+        for result in self.process(messages):
             yield (pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),)
-
-
-def message_row(message: PulledMessage, subscription: str) -> dict[str, Any]:
-    """Return a pulled message as a row of the ``pubsub`` source (``publish_time`` in UTC).
-
-    Notes:
-        A dict, not a ``pyspark.sql.Row``: the processor reads columns by name, which a
-        dict does in C and a Row by searching its field list.
-    """
-    return {
-        "ack_id": message.ack_id,
-        "subscription": subscription,
-        "message_id": message.message_id,
-        "publish_time": _EPOCH + timedelta(microseconds=message.publish_time_us),
-        "data": message.data,
-        "attributes": dict(message.attributes),
-    }
 
 
 def report_of(row: Row) -> Any:

@@ -69,7 +69,8 @@ from pyspark.sql.types import (
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
-    from plowline_loader.source.subscription import PulledMessage, Subscription
+    from plowline_loader.source.delivery import PulledMessage
+    from plowline_loader.source.subscription import Subscription
 
 FORMAT = "pubsub"
 SCHEMA = StructType(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 import grpc
 from google.api_core import exceptions as gexc
@@ -30,6 +30,8 @@ from google.pubsub_v1.types import (
     PullResponse,
 )
 from plowline_cloud.errors import translated
+
+from plowline_loader.source.delivery import PulledMessage
 
 # Pub/Sub takes at most 1000 messages per pull; ack/modack requests stay well under the
 # 512 KiB request limit at this many ids.
@@ -52,28 +54,6 @@ _GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_messag
 _Request = TypeVar("_Request", PullRequest, AcknowledgeRequest, ModifyAckDeadlineRequest)
 _clients: dict[str | None, tuple[int, SubscriberClient]] = {}
 _clients_lock = threading.Lock()
-
-
-class PulledMessage(NamedTuple):
-    """One delivery: the ack id and the message, in plain picklable values.
-
-    Notes:
-        A named tuple: built for every pulled message, in a third of a frozen dataclass's
-        time (issue 17).
-    """
-
-    ack_id: str
-    message_id: str
-    publish_time_us: int
-    data: bytes
-    attributes: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def size(self) -> int:
-        """Return the payload size counted against a partition's byte budget."""
-        if not self.attributes:
-            return len(self.data)
-        return len(self.data) + sum(len(k) + len(v) for k, v in self.attributes)
 
 
 def subscriber_for(emulator_host: str | None) -> SubscriberClient:
@@ -125,7 +105,8 @@ class Subscription:
             except gexc.DeadlineExceeded:
                 # A long poll that found nothing may end so: that means "no messages".
                 return []
-        return [_pulled(received) for received in PullResponse.pb(response).received_messages]
+        path = self.path
+        return [_pulled(one, path) for one in PullResponse.pb(response).received_messages]
 
     def ack(self, ack_ids: Sequence[str]) -> None:
         """Acknowledge ``ack_ids`` for good (unknown or expired ids are ignored by Pub/Sub)."""
@@ -159,7 +140,7 @@ def _request(kind: type[_Request], **fields: object) -> _Request:
     return wrapped
 
 
-def _pulled(received: object) -> PulledMessage:
+def _pulled(received: object, subscription: str) -> PulledMessage:
     # Raw protobuf access: proto-plus wrappers cost several microseconds per field, and so
     # does iterating an empty attribute map (most messages have none).
     message = received.message  # type: ignore[attr-defined]
@@ -167,6 +148,7 @@ def _pulled(received: object) -> PulledMessage:
     attributes = message.attributes
     return PulledMessage(
         received.ack_id,  # type: ignore[attr-defined]
+        subscription,
         message.message_id,
         stamp.seconds * 1_000_000 + stamp.nanos // 1000,
         message.data,
