@@ -22,8 +22,9 @@ bench, ``PYTHONPYCACHEPREFIX``), as the loader's image ships its bytecode compil
 driver JVM's class archive (``plowline-loader class-archive``) and the loader uses it. With ``--no-bytecode-cache`` every Python process compiles
 the modules it imports, as in a checkout run with ``PYTHONDONTWRITEBYTECODE=1``.
 Medians are printed. ``--baseline-python`` (another checkout's ``.venv/bin/python``, e.g.
-a worktree of main) starts that loader too, without a class archive, alternating rounds
-with this one: both under the same load, in one run.
+a worktree of main) starts that loader too, without a class archive (with one of its own,
+written by its python, given ``--baseline-class-archive``), alternating rounds with this
+one: both under the same load, in one run.
 """
 
 from __future__ import annotations
@@ -206,13 +207,15 @@ def _environment(root: Path, bytecode_cache: bool) -> dict[str, str]:
     return env
 
 
-def _class_archive(root: Path, args: argparse.Namespace) -> Path | None:
+def _class_archive(
+    root: Path, args: argparse.Namespace, python: str = sys.executable, name: str = "classes"
+) -> Path | None:
     """Write the driver JVM's class archive as the loader's image does; None if not wanted."""
     if args.no_class_archive:
         return None
-    path = root / "classes.jsa"
+    path = root / f"{name}.jsa"
     subprocess.run(
-        [sys.executable, "-m", "plowline_loader.cli", "class-archive", str(path)],
+        [python, "-m", "plowline_loader.cli", "class-archive", str(path)],
         env=_environment(root, not args.no_bytecode_cache),
         check=True,
         capture_output=True,
@@ -342,6 +345,11 @@ def main() -> None:
         help="also start another checkout's loader (its venv's python), alternating rounds",
     )
     parser.add_argument(
+        "--baseline-class-archive",
+        action="store_true",
+        help="give the baseline loader a class archive of its own too (written by its python)",
+    )
+    parser.add_argument(
         "--py-spy",
         action="store_true",
         help="profile the loader's Python processes (py-spy raw stacks in each round's dir)",
@@ -355,14 +363,16 @@ def main() -> None:
         runs["baseline"] = []
         loaders = {"baseline": (args.baseline_python, False), **loaders}
     try:
-        archive = _class_archive(root, args)
+        archives = {"this": _class_archive(root, args), "baseline": None}
+        if args.baseline_python and args.baseline_class_archive:
+            archives["baseline"] = _class_archive(root, args, args.baseline_python, "baseline")
         warm_up = argparse.Namespace(**{**vars(args), "idle_seconds": 0})
-        for name, (python, own) in loaders.items():
-            _round(stack, root / f"warm-up-{name}", warm_up, archive if own else None, python)
+        for name, (python, _) in loaders.items():
+            _round(stack, root / f"warm-up-{name}", warm_up, archives[name], python)
         for n in range(args.rounds):
-            for name, (python, own) in loaders.items():
+            for name, (python, _) in loaders.items():
                 where = root / f"round-{n}-{name}"
-                r = _round(stack, where, args, archive if own else None, python)
+                r = _round(stack, where, args, archives[name], python)
                 runs[name].append(r)
                 print(
                     f"round {n} {name}: ready {r.ready_s:.1f} s, first row {r.first_row_s:.1f} s,"
@@ -377,7 +387,8 @@ def main() -> None:
 
 def _report(name: str, rounds: list[Round], args: argparse.Namespace) -> None:
     cache = "off" if args.no_bytecode_cache else "on"
-    classes = "off" if args.no_class_archive or name == "baseline" else "on"
+    baseline_off = name == "baseline" and not args.baseline_class_archive
+    classes = "off" if args.no_class_archive or baseline_off else "on"
     print(
         f"\n{name}: medians of {args.rounds} rounds ({args.events} events, bytecode cache "
         f"{cache}, class archive {classes}):"

@@ -20,7 +20,9 @@ Notes:
     Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
     AppCDS archive (``class_archive.py``) instead of loading them. A plain run without
     ``SPARK_HOME`` runs Spark from a home without the zipped pyspark (``spark_home``), so
-    the Python processes Spark starts import the installed, compiled pyspark.
+    the Python processes Spark starts import the installed, compiled pyspark. pyspark's
+    NumPy converters are asked only once NumPy is loaded (``gateway``): the driver does
+    not import pandas.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 
 from plowline_loader.class_archive import archive_option
+from plowline_loader.gateway import ask_numpy_converters_lazily
 from plowline_loader.source.pubsub_source import register_pubsub_source
 from plowline_loader.spark_home import spark_home_for
 
@@ -195,6 +198,7 @@ def build_spark_session(settings: SparkSettings | None = None) -> SparkSession:
     settings = settings or SparkSettings()
     if not settings.launcher:
         _set_jvm_environment(settings)
+    ask_numpy_converters_lazily()  # else the first JVM call imports pandas (``gateway``)
     builder = SparkSession.builder
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

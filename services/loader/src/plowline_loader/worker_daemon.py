@@ -3,17 +3,23 @@
 Spark starts one daemon per executor (``spark.python.daemon.module``, set by
 ``spark.spark_conf``) and asks it for a worker per concurrent task; the daemon forks
 one, and the fork imports ``pyspark.worker``, then unpickles the task's function, which
-imports the loader (the source, the partition function, the transform). Every fork did
-those imports again: ~0.3 CPU-s per worker before its first task (issue 17). Here the
-daemon imports them once, before its first fork, and every worker starts with them.
+imports the loader (the source, the partition function, the transform), and builds its
+processor, which imports the Google clients (BigQuery pulls in pandas and pyarrow,
+Pub/Sub gRPC). Every fork did those imports again: ~0.3 CPU-s per worker for the loader,
+~0.5 more for the clients, before its first task (issue 17). Here the daemon imports them
+once, before its first fork, and every worker starts with them.
 
 Notes:
-    Nothing that starts a thread or holds a connection may be imported before a fork
-    (pyspark's own daemon says so): gRPC (the Google clients) is not fork-safe, and
-    numpy and pyarrow start native threads at import (OpenBLAS, jemalloc). So
-    ``PRELOADED`` names pure-Python modules only, and the workers import the rest after
-    the fork, when they build their clients (``bootstrap.processor_for``). A unit test
-    holds ``PRELOADED`` to that (none of gRPC, numpy, pyarrow, pandas loaded; one thread).
+    Nothing may run a thread or hold a connection when the daemon forks (pyspark's own
+    daemon says so: a fork copies one thread, and whatever the others held stays locked
+    in the child). Imports alone do not, with two exceptions turned off here before any
+    import (``QUIET_IMPORTS``, whatever the environment says): NumPy's OpenBLAS
+    starts its thread pool at import, and pyarrow's bundled jemalloc its background
+    thread (pyarrow allocates with mimalloc by default; jemalloc is only initialised).
+    gRPC starts nothing until a channel is made, and channels are made after the fork,
+    when a worker builds its clients (``bootstrap.processor_for``): gRPC's own
+    documentation names that order ("use after fork") as the safe one. A unit test holds
+    the preload to this (the clients' modules loaded, one thread).
     The daemon itself is pyspark's (``pyspark.daemon.manager``); the worker module it
     is given (``pyspark.worker``) is unchanged.
 """
@@ -21,17 +27,34 @@ Notes:
 from __future__ import annotations
 
 import importlib
+import os
 
 PRELOADED = (
     "pyspark.worker",
     "plowline_loader.source.processing",
     "plowline_loader.partition",
+    "plowline_loader.source.subscription",
+    "plowline_cloud.clients",
+    "plowline_cloud.publish_requests",
+    "plowline_cloud.table_schema",
+    "plowline_cloud.write_api_pending",
+    "plowline_cloud.bigquery",
+    "plowline_cloud.sinks",
+    "plowline_cloud.write_api",
 )
 """What every worker imports before its first task, in the order the daemon imports it."""
 
+QUIET_IMPORTS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
+"""Environment that keeps the preloaded imports from starting threads (see the notes)."""
+
 
 def preload() -> None:
-    """Import the workers' modules in this (not yet forking) process."""
+    """Import the workers' modules in this (not yet forking) process, starting no thread."""
+    for name, value in QUIET_IMPORTS.items():
+        os.environ[name] = value  # not a preference: a thread at fork time is a bug
     for name in PRELOADED:
         importlib.import_module(name)
 
