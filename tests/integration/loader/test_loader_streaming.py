@@ -382,6 +382,24 @@ def test_loader_killed_mid_stream_loses_no_event(
     assert expected == (done, code), (tmp_path / "second.log").read_text()[-3000:]
 
 
+def test_ctrl_c_stops_the_loader_as_sigterm_does(
+    rig: Rig, tmp_path: Path, spawn_loader: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    """SIGINT to the loader's process group (Ctrl-C in a terminal) is a graceful stop: exit 0."""
+    ids = [str(uuid.uuid4()) for _ in range(100)]
+    rig.publish([_good_line(event_id, n) for n, event_id in enumerate(ids)])
+    log = tmp_path / "loader.log"
+    loader = spawn_loader(rig.config_file, rig.resolver_file, log, max_messages=200)
+    try:
+        landed = _eventually(lambda: _table_ids(rig.stack, set(ids)) == set(ids), 180)
+    finally:
+        os.killpg(loader.pid, signal.SIGINT)
+        code = loader.wait(60)
+    text = log.read_text()
+    expected = (True, 0, False)
+    assert expected == (landed, code, "KeyboardInterrupt" in text), text[-3000:]
+
+
 def _bad_row_ids(payloads: list[bytes], bad_ids: set[str]) -> set[str]:
     found: set[str] = set()
     for payload in payloads:

@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     register_watch_metrics(registry, "loader", watch)
     health = serve_health(settings.port, registry, readiness, watch)
     spark = build_spark_session(spark_settings)
+    _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
     streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
@@ -221,10 +222,22 @@ def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> Str
 
 def _stop_event() -> threading.Event:
     stop = threading.Event()
+    _on_stop_signals(stop)
+    return stop
+
+
+def _on_stop_signals(stop: threading.Event) -> None:
+    """Make SIGTERM and SIGINT (Ctrl-C) set ``stop``: the graceful stop.
+
+    Notes:
+        Called before the Spark session is built and again after: pyspark's
+        ``SparkContext`` installs its own SIGINT handler (cancel the jobs, raise
+        ``KeyboardInterrupt``), which would turn a Ctrl-C into a traceback instead of
+        finishing the batch in flight.
+    """
 
     def handle(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
-    return stop
