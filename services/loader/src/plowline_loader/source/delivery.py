@@ -1,8 +1,9 @@
 """One Pub/Sub delivery as the loader's tasks carry it, from the pull to the ack.
 
 Notes:
-    Plain values only, no Google or gRPC import: the executors' worker daemon imports
-    this before it forks (``worker_daemon.PRELOADED``), where gRPC must not be loaded.
+    Plain values only, no Google or gRPC import: the pipeline and the tasks share it
+    without pulling in a client (the worker daemon preloads the clients itself, before it
+    forks and before any channel exists: ``worker_daemon``).
     The processing source hands the pulled messages themselves to the partition function
     (issue 17: one object per message from the pull to the pipeline); exactly-once mode
     reads the ``pubsub`` source's rows, each made the same ``PulledMessage``
