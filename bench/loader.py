@@ -269,7 +269,11 @@ def _latency(
 def _children(pid: int) -> list[int]:
     """Return the process tree under ``pid``; processes and threads may exit meanwhile."""
     out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended since its parent listed it
+        return out
+    for task in tasks:
         try:
             children = (task / "children").read_text().split()
         except OSError:  # the thread (or process) ended since the listing
