@@ -9,14 +9,23 @@ Notes:
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from bisect import bisect_left
+from collections import Counter as Tally
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import accumulate
 from typing import Any, TypeVar
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 _M = TypeVar("_M", Counter, Gauge, Histogram)
 
@@ -49,6 +58,18 @@ class MetricsRegistry:
         """Return the histogram of that name, creating it on first use."""
         return self._get(Histogram, name, documentation, labels, buckets=tuple(buckets))
 
+    def batch_histogram(
+        self, name: str, documentation: str, buckets: Sequence[float]
+    ) -> BatchHistogram:
+        """Return a new label-less histogram fed a batch of observations at a time."""
+        histogram = BatchHistogram(f"{self.namespace}_{name}", documentation, buckets)
+        with self._lock:
+            if name in self._metrics:
+                raise ValueError(f"metric {name} is already registered")
+            self.registry.register(histogram)
+            self._metrics[name] = histogram
+        return histogram
+
     def render(self) -> bytes:
         """Return every metric in the Prometheus text format."""
         return generate_latest(self.registry)
@@ -71,6 +92,61 @@ class MetricsRegistry:
         if not isinstance(metric, kind):
             raise TypeError(f"metric {name} is a {type(metric).__name__}, not a {kind.__name__}")
         return metric
+
+
+class BatchHistogram(Collector):
+    """A histogram without labels that counts a batch of observations in one call.
+
+    Notes:
+        prometheus_client's ``Histogram.observe`` takes one value a call, with a lock
+        and a walk of the buckets each (~1 µs); the loader's driver records two latencies
+        for every row it loads. ``observe_many`` finds each value's bucket with one
+        ``bisect`` and takes the lock once a batch. The exposition is ``Histogram``'s,
+        sample for sample (``_bucket`` with ``le``, ``_count``, ``_sum``, ``_created``):
+        a value goes to the first bucket whose bound is ≥ it; a NaN counts in no bucket
+        and makes the sum NaN, as there.
+    """
+
+    def __init__(self, name: str, documentation: str, buckets: Sequence[float]) -> None:
+        bounds = sorted({float(bound) for bound in buckets} - {math.inf})
+        if not bounds or any(math.isnan(bound) for bound in bounds):
+            raise ValueError(f"histogram {name} needs finite bucket bounds, got {buckets!r}")
+        self._name = name
+        self._documentation = documentation
+        self._bounds = tuple(bounds)
+        self._labels = tuple(floatToGoString(bound) for bound in (*bounds, math.inf))
+        self._counts = [0] * (len(bounds) + 1)  # the last one is +Inf
+        self._sum = 0.0
+        self._created = time.time()
+        self._lock = threading.Lock()
+        self._bucket_of = partial(bisect_left, self._bounds)
+
+    def observe(self, value: float) -> None:
+        """Count one observation."""
+        self.observe_many((value,))
+
+    def observe_many(self, values: Sequence[float]) -> None:
+        """Count every value of ``values``."""
+        total = sum(values)
+        if math.isnan(total):  # a NaN (or +Inf and -Inf) among them: bucket the numbers only
+            counts = Tally(self._bucket_of(v) for v in values if not math.isnan(v))
+            total = sum(values)
+        else:
+            counts = Tally(map(self._bucket_of, values))
+        with self._lock:
+            for index, count in counts.items():
+                self._counts[index] += count
+            self._sum += total
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        """Yield the histogram's samples (called by the registry on each scrape)."""
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        family = HistogramMetricFamily(self._name, self._documentation, labels=())
+        buckets = list(zip(self._labels, map(float, accumulate(counts)), strict=True))
+        family.add_metric((), buckets, total)
+        family.add_sample(f"{self._name}_created", {}, self._created)
+        yield family
 
 
 class HealthServer:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from plowline_cloud.metrics import MetricsRegistry
+from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
 from prometheus_client import Counter, Gauge, Histogram
 
 from plowline_loader.pipeline import BatchOutcome
@@ -44,8 +44,8 @@ class LoaderMetrics:
     transient_failures: Counter
     unsettled_acks: Counter
     batch_duration: Histogram
-    collector_latency: Histogram
-    publish_latency: Histogram
+    collector_latency: BatchHistogram
+    publish_latency: BatchHistogram
     ready: Gauge
     batches_committed: Counter
     last_commit: Gauge
@@ -73,12 +73,12 @@ class LoaderMetrics:
             batch_duration=registry.histogram(
                 "loader_batch_duration_seconds", "Micro-batch wall time", buckets=_DURATION_BUCKETS
             ),
-            collector_latency=registry.histogram(
+            collector_latency=registry.batch_histogram(
                 "loader_collector_to_insert_seconds",
                 "collector_tstamp to insert",
                 buckets=_LATENCY_BUCKETS,
             ),
-            publish_latency=registry.histogram(
+            publish_latency=registry.batch_histogram(
                 "loader_publish_to_insert_seconds",
                 "Pub/Sub publish to insert",
                 buckets=_LATENCY_BUCKETS,
@@ -108,10 +108,9 @@ class LoaderMetrics:
             self.failed.labels(reason=reason).inc(count)
         self.types_published.inc(outcome.types_published)
         self.transient_failures.inc(transient_failures)
-        for seconds in outcome.collector_latency_s:
-            self.collector_latency.observe(seconds)
-        for seconds in outcome.publish_latency_s:
-            self.publish_latency.observe(seconds)
+        # Two latencies a row: counted a batch at a time (one ``observe`` each cost ~1 µs).
+        self.collector_latency.observe_many(outcome.collector_latency_s)
+        self.publish_latency.observe_many(outcome.publish_latency_s)
 
     def record_executors(self, events_by_executor: Mapping[str, int]) -> None:
         """Add one batch's events per executor (every executor that ran a task, even idle)."""

@@ -1,0 +1,34 @@
+"""The loader's metrics count a batch's outcome, latencies included, in one record call."""
+
+from __future__ import annotations
+
+from plowline_cloud.metrics import MetricsRegistry
+from plowline_loader.metrics import LoaderMetrics
+from plowline_loader.outcome import BatchOutcome
+
+
+def _value(text: str, sample: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no sample {sample} in:\n{text}")
+
+
+def test_record_counts_every_rows_latencies() -> None:
+    metrics = LoaderMetrics.create(MetricsRegistry("loader"))
+    outcome = BatchOutcome(
+        events_in=3, good=3, collector_latency_s=(0.2, 0.7, 40.0), publish_latency_s=(0.04, 0.3)
+    )
+    metrics.record(outcome)
+    metrics.record(BatchOutcome(events_in=1, good=1, publish_latency_s=(0.04,)))
+    text = metrics.registry.render().decode()
+    collector = "plowline_loader_collector_to_insert_seconds"
+    publish = "plowline_loader_publish_to_insert_seconds"
+    assert _value(text, f'{collector}_bucket{{le="0.25"}}') == 1.0
+    assert _value(text, f'{collector}_bucket{{le="1.0"}}') == 2.0
+    assert _value(text, f'{collector}_bucket{{le="60.0"}}') == 3.0
+    assert _value(text, f"{collector}_count") == 3.0
+    assert _value(text, f"{collector}_sum") == 40.9
+    assert _value(text, f'{publish}_bucket{{le="0.05"}}') == 2.0
+    assert _value(text, f"{publish}_count") == 3.0
+    assert _value(text, "plowline_loader_events_in_total") == 4.0
