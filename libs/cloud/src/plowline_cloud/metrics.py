@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 _M = TypeVar("_M", Counter, Gauge, Histogram)
+_le_label: Callable[[float], str] = floatToGoString  # a bucket's ``le``, as Histogram writes it
 
 
 class MetricsRegistry:
@@ -114,7 +115,7 @@ class BatchHistogram(Collector):
         self._name = name
         self._documentation = documentation
         self._bounds = tuple(bounds)
-        self._labels = tuple(floatToGoString(bound) for bound in (*bounds, math.inf))
+        self._labels = tuple(_le_label(bound) for bound in (*bounds, math.inf))
         self._counts = [0] * (len(bounds) + 1)  # the last one is +Inf
         self._sum = 0.0
         self._created = time.time()
