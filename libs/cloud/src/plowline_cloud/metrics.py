@@ -131,7 +131,6 @@ class BatchHistogram(Collector):
         total = sum(values)
         if math.isnan(total):  # a NaN (or +Inf and -Inf) among them: bucket the numbers only
             counts = Tally(self._bucket_of(v) for v in values if not math.isnan(v))
-            total = sum(values)
         else:
             counts = Tally(map(self._bucket_of, values))
         with self._lock:
