@@ -23,9 +23,11 @@ where the deliver thread's CPU goes, and compare two versions of one piece.
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import os
 import pstats
+import shutil
 import statistics
 import sys
 import tempfile
@@ -106,6 +108,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="add a cProfile of deliver")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-deliver-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(root / "stack", StackConfig())
     try:
         os.environ.update(stack.env())

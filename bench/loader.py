@@ -27,7 +27,9 @@ The stack runs as child processes of this one but is excluded from the memory fi
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import statistics
 import tempfile
 import threading
@@ -336,6 +338,7 @@ def _loader_memory() -> tuple[int, int]:
 
 
 ROOT = Path(tempfile.mkdtemp(prefix="plowline-bench-loader-"))
+atexit.register(shutil.rmtree, ROOT, True)  # the stack's data and checkpoints: GBs a run
 MEMORY_WINDOW_S = 15.0
 SETTLE_S = 5.0  # the latency phase's start, left out of p50/p99 (the query's first batch)
 

@@ -21,8 +21,10 @@ distributed, not a speed-up.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -171,6 +173,7 @@ def main() -> None:
     parser.add_argument("--max-messages", type=int, default=1000, help="per partition per batch")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-cluster-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(root / "stack", StackConfig())
     cluster = start_cluster(root / "spark", ClusterSpec(workers=2, cores=1), daemon=False)
     results: list[Figures] = []

@@ -34,9 +34,11 @@ their ratios: before/after figures from one run, under the same machine load.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -333,6 +335,7 @@ def main() -> None:
     args = parser.parse_args()
     adopt_orphans()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-cpu-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(root / "stack", StackConfig())
     pythons = {"this": sys.executable}
     if args.baseline_python:

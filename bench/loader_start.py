@@ -30,9 +30,11 @@ one: both under the same load, in one run.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -356,6 +358,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-start-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(root / "stack", StackConfig())
     runs: dict[str, list[Round]] = {"this": []}
     loaders = {"this": (sys.executable, True)}

@@ -27,8 +27,10 @@ medians.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -155,6 +157,7 @@ def main() -> None:
     args = parser.parse_args()
     variants = args.variants.split(",")
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-partition-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(root / "stack", StackConfig())
     os.environ.update(stack.env())
     figures: dict[str, list[dict[str, float]]] = {v: [] for v in variants}

@@ -26,7 +26,9 @@ Run: ``uv run python bench/write_modes.py [--events 5000] [--batch 2500]
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -266,6 +268,7 @@ def run_loader(
 ) -> LoaderRun:
     """Load ``lines`` through the streaming loader in mode ``load``; measure rate and latency."""
     root = Path(tempfile.mkdtemp(prefix="plowline-bench-loader-"))
+    atexit.register(shutil.rmtree, root, True)  # the stack's data and checkpoints: GBs a run
     table = _fresh_table(bq)
     full = f"{table.project}.{table.dataset_id}.{table.table_id}"
     topic, sub = _channel(stack)
@@ -340,6 +343,7 @@ def main() -> None:
     lines = make_lines(args.events)
     rows = make_rows(lines)
     work = Path(tempfile.mkdtemp(prefix="plowline-bench-"))
+    atexit.register(shutil.rmtree, work, True)  # the stack's data and checkpoints: GBs a run
     stack = start_stack(work / "stack", StackConfig(), persistent=False)
     loaders: dict[str, LoaderRun] = {}
     try:
