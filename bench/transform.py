@@ -30,6 +30,7 @@ import atexit
 import contextlib
 import cProfile
 import io
+import itertools
 import json
 import os
 import pstats
@@ -323,7 +324,7 @@ def cli_workload(
             }
         )
     )
-    runs = iter(range(1_000_000))
+    runs = itertools.count()
 
     def work() -> int:
         run = 0 if overwrite else next(runs)

@@ -122,10 +122,6 @@ class BatchHistogram(Collector):
         self._lock = threading.Lock()
         self._bucket_of = partial(bisect_left, self._bounds)
 
-    def observe(self, value: float) -> None:
-        """Count one observation."""
-        self.observe_many((value,))
-
     def observe_many(self, values: Sequence[float]) -> None:
         """Count every value of ``values``."""
         total = sum(values)
