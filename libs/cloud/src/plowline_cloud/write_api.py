@@ -173,8 +173,9 @@ class StreamWriter:
             encoder = self.encoder(self._schema.fields())
             encoded = self._encode(encoder, pending, failures)
             try:
-                batches = self._requests(encoded)
-                failures.extend(self._settle_all(stream, encoder, batches, cursor))
+                # Row errors go straight into ``failures``, so an exchange that also leaves
+                # rows unsent still reports the rows it refused (they are never retried).
+                self._settle_all(stream, encoder, self._requests(encoded), cursor, failures)
                 return failures
             except _Unsent as unsent:
                 if unsent.unanswered and not resend_unanswered:
@@ -229,9 +230,15 @@ class StreamWriter:
         encoder: RowEncoder,
         batches: list[list[_Encoded]],
         cursor: StreamCursor | None,
-    ) -> list[InsertFailure]:
-        """Send every request on one AppendRows connection; settle each response."""
-        failures: list[InsertFailure] = []
+        failures: list[InsertFailure],
+    ) -> None:
+        """Send every request on one AppendRows connection; settle each response.
+
+        Notes:
+            Every row a response refused is appended to ``failures`` before anything is
+            raised: ``_Unsent`` carries only rows whose fate is still open, so a row is
+            either in ``failures`` or sent again, never neither.
+        """
         again: list[list[_Encoded]] = []
         unsent: list[Row] = []
         cause: Exception | None = None
@@ -256,8 +263,7 @@ class StreamWriter:
             cause = cause or TransientError("rows left unsent")
             raise _Unsent(unsent, cause, unanswered=answered < len(batches))
         if again:
-            failures.extend(self._settle_all(stream, encoder, again, cursor))
-        return failures
+            self._settle_all(stream, encoder, again, cursor, failures)
 
     def _resend_pauses(self) -> Iterator[None]:
         """Pause before each resend of unanswered appends, ``attempts`` times in all."""
