@@ -15,9 +15,10 @@ import time
 from bisect import bisect_left
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
+from functools import partial, reduce
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import accumulate
+from operator import add
 from typing import Any, TypeVar
 
 import orjson
@@ -124,15 +125,16 @@ class BatchHistogram(Collector):
 
     def observe_many(self, values: Sequence[float]) -> None:
         """Count every value of ``values``."""
-        total = sum(values)
-        if math.isnan(total):  # a NaN (or +Inf and -Inf) among them: bucket the numbers only
+        if math.isnan(sum(values)):  # a NaN (or +Inf and -Inf) among them: bucket the numbers only
             counts = Tally(self._bucket_of(v) for v in values if not math.isnan(v))
         else:
             counts = Tally(map(self._bucket_of, values))
         with self._lock:
             for index, count in counts.items():
                 self._counts[index] += count
-            self._sum += total
+            # Added one by one onto the running sum, as Histogram does: floats do not
+            # associate (1.8e308 + -1.8e308 + 1.0 is 1.0 that way, 0.0 summed per batch).
+            self._sum = reduce(add, values, self._sum)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
         """Yield the histogram's samples (called by the registry on each scrape)."""
