@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import queue
 import threading
 import warnings
@@ -18,8 +17,6 @@ from google.pubsub_v1 import PublisherClient, SubscriberClient, types
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.pubsub.google import HOW_TO_GET, GooglePubSubEmulator, find_launcher
-from plowline_devstack.servers import free_port
 
 PROJECT = "projects/plowline-test"
 _names = itertools.count()
@@ -68,26 +65,16 @@ GOOGLE_WAITS_FOREVER = {
 
 
 @pytest.fixture(scope="module", params=["plowline", "google"])
-def emulator(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+def emulator(request: pytest.FixtureRequest) -> str:
     """Which emulator this module's tests run against: ours, then Google's."""
-    kind = str(request.param)
-    if kind == "google" and find_launcher() is None:
-        if os.environ.get("CI"):
-            pytest.fail(HOW_TO_GET)
-        pytest.skip(HOW_TO_GET)
-    return kind
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def endpoint(emulator: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An emulator on a free port for this module: ours in memory, or Google's process."""
+def endpoint(emulator: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """An emulator for this module: ours in memory on a free port, or Google's process."""
     if emulator == "google":
-        launcher = find_launcher()
-        assert launcher is not None
-        log = tmp_path_factory.mktemp("google-pubsub") / "emulator.log"
-        google = GooglePubSubEmulator(launcher, "127.0.0.1", free_port(), log)
-        yield google.start()
-        google.stop()
+        yield str(request.getfixturevalue("google_pubsub"))
         return
     ours = PubSubEmulator("127.0.0.1", 0)
     port = ours.start()
