@@ -128,3 +128,24 @@ def start_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
 def eventually() -> Callable[..., Any]:
     """``eventually(check, timeout)``: poll until ``check()`` is truthy, return its last answer."""
     return _eventually
+
+
+@pytest.fixture(scope="session")
+def google_pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Google's own Pub/Sub emulator for the session, as ``host:port`` (the second opinion).
+
+    Skipped, with how to install it, where it is absent; under CI it must be there (the
+    machines have it), so there it fails instead.
+    """
+    from plowline_devstack.pubsub.google import HOW_TO_GET, GooglePubSubEmulator, find_launcher
+    from plowline_devstack.servers import free_port as any_free_port
+
+    launcher = find_launcher()
+    if launcher is None:
+        if os.environ.get("CI"):
+            pytest.fail(HOW_TO_GET)
+        pytest.skip(HOW_TO_GET)
+    log = tmp_path_factory.mktemp("google-pubsub") / "emulator.log"
+    emulator = GooglePubSubEmulator(launcher, "127.0.0.1", any_free_port(), log)
+    yield emulator.start()
+    emulator.stop()

@@ -1,16 +1,40 @@
-"""PubSubPublisher and PubSubSubscriber against the local Pub/Sub emulator."""
+"""PubSubPublisher and PubSubSubscriber against our Pub/Sub emulator and Google's."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC
 from typing import Any
 
 import pytest
+from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_cloud.pubsub import Delivery, PubSubPublisher, PubSubSubscriber
 from plowline_core.errors import PermanentError
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+
+
+@pytest.fixture(scope="module", params=["plowline", "google"])
+def pubsub_target(request: pytest.FixtureRequest, cloud_endpoints: Any) -> str:
+    """The adapters run against our emulator, then against Google's (the second opinion)."""
+    if request.param == "google":
+        return str(request.getfixturevalue("google_pubsub"))
+    return str(cloud_endpoints.pubsub_target)
+
+
+@pytest.fixture(scope="module")
+def publisher(pubsub_target: str) -> Any:
+    """A PublisherClient on this module's emulator."""
+    return publisher_client(pubsub_target)
+
+
+@pytest.fixture(scope="module")
+def subscriber(pubsub_target: str) -> Iterator[Any]:
+    """A SubscriberClient on this module's emulator."""
+    client = subscriber_client(pubsub_target)
+    yield client
+    client.close()
 
 
 class _Collector:

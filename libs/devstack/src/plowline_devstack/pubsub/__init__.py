@@ -22,7 +22,8 @@ Implemented (``google.pubsub.v1``):
   ModifyAckDeadline (0 = nack, redelivered at once), StreamingPull (request stream read
   on its own thread; acks/modacks on the stream honoured; ``max_outstanding_messages`` /
   ``max_outstanding_bytes`` honoured; ``subscription_properties`` on every response).
-- Ack deadlines with redelivery of expired leases; unknown or expired ack ids ignored.
+- Ack deadlines with redelivery of expired leases; expired or already-acked ack ids
+  ignored, malformed ones refused with INVALID_ARGUMENT (as Pub/Sub does).
   Delivery attempts are always counted, reported in ``delivery_attempt`` only when the
   subscription has a dead-letter policy (as the real service does).
 - Only messages published after a subscription exists reach it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 import secrets
 import threading
 import time
@@ -24,6 +25,18 @@ from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 # Process-wide, so ack ids never repeat across subscriptions or restarts.
 _ACK_PREFIX = secrets.token_hex(4)
 _ACK_COUNTER = itertools.count(1)
+_ACK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]+")
+
+
+def well_formed_ack_id(ack_id: str) -> bool:
+    """Return whether ``ack_id`` has the shape of an ack id this emulator hands out.
+
+    Notes:
+        Pub/Sub refuses a malformed ack id with INVALID_ARGUMENT, while a well-formed one
+        that expired or was acked already is ignored (without exactly-once delivery). Ids
+        from before a restart keep the shape, so they are ignored too, as expired ones.
+    """
+    return _ACK_ID.fullmatch(ack_id) is not None
 
 
 @dataclass(slots=True)

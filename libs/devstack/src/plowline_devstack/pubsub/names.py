@@ -8,9 +8,11 @@ Notes:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import grpc
 
+from plowline_devstack.pubsub.backlog import well_formed_ack_id
 from plowline_devstack.pubsub.status import StatusError
 
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}")
@@ -67,3 +69,20 @@ def not_found(name: str) -> StatusError:
     return StatusError(
         grpc.StatusCode.NOT_FOUND, f"Resource not found (resource={short_id(name)})."
     )
+
+
+INVALID_ACK_IDS = (
+    "Some acknowledgement ids in the request were invalid. This could be because the "
+    "acknowledgement ids have expired or the acknowledgement ids were malformed."
+)
+
+
+def ack_ids(ids: Sequence[str]) -> Sequence[str]:
+    """Return ``ids``, or refuse the request with INVALID_ARGUMENT if one is malformed.
+
+    Notes:
+        Pub/Sub's own words; Google's emulator refuses them too (``Invalid ack id``).
+    """
+    if any(not well_formed_ack_id(ack_id) for ack_id in ids):
+        raise StatusError(grpc.StatusCode.INVALID_ARGUMENT, INVALID_ACK_IDS)
+    return ids

@@ -185,17 +185,18 @@ class PubSubService:
         return response
 
     def acknowledge(self, request: Any, context: grpc.ServicerContext) -> Any:
-        """Acknowledge messages; unknown or expired ack ids are ignored."""
+        """Acknowledge messages; expired ack ids are ignored, malformed ones refused."""
         names.subscription_name(request.subscription)
         self._refuse_when_faulted()
-        self.broker.acknowledge(request.subscription, request.ack_ids)
+        self.broker.acknowledge(request.subscription, names.ack_ids(request.ack_ids))
         return empty_pb2.Empty()
 
     def modify_ack_deadline(self, request: Any, context: grpc.ServicerContext) -> Any:
         """Move ack deadlines; 0 seconds is a nack."""
         names.subscription_name(request.subscription)
         self._refuse_when_faulted()
-        self.broker.modify(request.subscription, request.ack_ids, request.ack_deadline_seconds)
+        ack_ids = names.ack_ids(request.ack_ids)
+        self.broker.modify(request.subscription, ack_ids, request.ack_deadline_seconds)
         return empty_pb2.Empty()
 
     def _refuse_when_faulted(self) -> None:
