@@ -41,7 +41,7 @@ from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_loader.pipeline import BatchProcessor, Destinations, InboundMessage
 from plowline_loader.types import TypeTracker
 
-DEFAULT_IGLU = Path(__file__).resolve().parents[2] / "shared" / "iglu-central"
+DEFAULT_IGLU = Path(__file__).resolve().parents[1] / "tests" / "data" / "iglu-central"
 PROCESSOR = Processor("plowline-bench", "0.1.0")
 GOAL = 10.0
 _PER_BYTE_FROM = 64 * 1024

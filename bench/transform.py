@@ -62,7 +62,7 @@ from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.codegen import NATIVE as RECORD_CASTER_IN_C
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-DEFAULT_IGLU = Path(__file__).resolve().parents[2] / "shared" / "iglu-central"
+DEFAULT_IGLU = Path(__file__).resolve().parents[1] / "tests" / "data" / "iglu-central"
 CONTEXTS_URI = "iglu:com.snowplowanalytics.snowplow/contexts/jsonschema/1-0-0"
 UNSTRUCT_URI = "iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0"
 UNKNOWN_URI = "iglu:com.acme/not_published/jsonschema/1-0-0"

@@ -1,4 +1,4 @@
-"""Root test configuration: tiers by directory, shared-data paths, and a network guard.
+"""Root test configuration: tiers by directory, test-data paths, and a network guard.
 
 Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
 ``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``, under
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from plowline_devstack.stack import LocalStack
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"
 _TIERS = ("unit", "integration", "e2e", "fuzz", "cluster")
 
 
@@ -59,23 +59,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    """The ``shared/`` folder beside the repository (conformance vectors, Iglu Central)."""
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: clone the repo beside shared/ (see README)")
-    return SHARED
+def test_data_dir() -> Path:
+    """The repository's test data (``tests/data``: conformance vectors, Iglu Central)."""
+    return DATA
 
 
 @pytest.fixture(scope="session")
-def conformance_dir(shared_dir: Path) -> Path:
-    """Upstream Snowplow test vectors."""
-    return shared_dir / "conformance"
+def conformance_dir(test_data_dir: Path) -> Path:
+    """Upstream Snowplow test vectors (``tests/data/conformance``, see its README)."""
+    return test_data_dir / "conformance"
 
 
 @pytest.fixture(scope="session")
-def iglu_central_dir(shared_dir: Path) -> Path:
+def iglu_central_dir(test_data_dir: Path) -> Path:
     """A real Iglu registry (static layout: ``schemas/vendor/name/jsonschema/M-R-A``)."""
-    return shared_dir / "iglu-central"
+    return test_data_dir / "iglu-central"
 
 
 def _is_loopback(address: Any) -> bool:

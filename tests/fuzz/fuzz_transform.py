@@ -7,7 +7,7 @@ For every input the target checks that:
     accounted for. Anything else raises, which libFuzzer reports as a crash (exit code != 0,
     the input saved as ``crash-*``).
 
-Seeds: the enriched conformance vectors (``../shared/conformance/vectors/enriched_*.json``)
+Seeds: the enriched conformance vectors (``tests/data/conformance/vectors/enriched_*.json``)
 and the named hostile lines under 64 KiB (``plowline_core.testing.hostile``), kept in
 ``tests/fuzz/seeds`` (rewrite them with ``--write-seeds``). CI runs the target for ~60 s
 (``tests/fuzz/test_fuzz_transform.py``); run it longer by hand::
@@ -32,7 +32,7 @@ import atheris
 import orjson
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"
 SEEDS = Path(__file__).resolve().parent / "seeds"
 _SEED_LIMIT = 64 * 1024
 
@@ -59,7 +59,7 @@ class Unaccounted(AssertionError):
 
 
 def _builders() -> list[RowBuilder]:
-    root = SHARED / "iglu-central" / "schemas"
+    root = DATA / "iglu-central" / "schemas"
     schemas: dict[SchemaKey, Any] = {}
     for path in root.glob("*/*/*/*"):
         vendor, name, fmt, version = path.relative_to(root).parts
@@ -106,7 +106,7 @@ def make_target() -> Any:
 def seed_lines() -> list[tuple[str, bytes]]:
     """Return the seeds: enriched conformance vectors, then the named hostile lines < 64 KiB."""
     seeds = []
-    for path in sorted((SHARED / "conformance" / "vectors").glob("enriched_*.json")):
+    for path in sorted((DATA / "conformance" / "vectors").glob("enriched_*.json")):
         tsv = json.loads(path.read_text())["tsv"]
         seeds.append((path.stem, tsv.replace("\n", " ").encode()))
     for line in hostile_lines():

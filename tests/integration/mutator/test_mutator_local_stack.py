@@ -1,7 +1,7 @@
 """The mutator on the local stack: real Pub/Sub and BigQuery stand-ins, official clients.
 
 Each test gets a fresh events table (atomic columns), types topic and subscription. Schemas
-come from Iglu Central (embedded, ``shared/iglu-central``) and from an in-memory registry a
+come from Iglu Central (embedded, ``tests/data/iglu-central``) and from an in-memory registry a
 test can fill and make fail (``MutatorRig.registry``).
 """
 

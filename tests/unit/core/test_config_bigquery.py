@@ -157,10 +157,10 @@ def test_example_config_parses() -> None:
     assert expected == config.table_id
 
 
-def test_example_config_is_valid_for_iglu_central(shared_dir: Path) -> None:
+def test_example_config_is_valid_for_iglu_central(test_data_dir: Path) -> None:
     """The example config validates against Iglu Central's own bigquery_config schema."""
     schema_path = "iglu-central/schemas/com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0"
-    schema = orjson.loads((shared_dir / schema_path).read_bytes())
+    schema = orjson.loads((test_data_dir / schema_path).read_bytes())
     data = orjson.loads(EXAMPLE.read_bytes())["data"]
     expected: list[str] = []
     assert expected == [e.message for e in Draft4Validator(schema).iter_errors(data)]

@@ -89,11 +89,11 @@ def test_apikey_is_hidden_from_repr() -> None:
     assert "secret" not in repr(HttpConnection("http://x", "secret"))
 
 
-def test_iglu_central_example_is_accepted(shared_dir: Path) -> None:
+def test_iglu_central_example_is_accepted(test_data_dir: Path) -> None:
     """A config that validates against Iglu Central's own 1-0-3 schema parses."""
     schema = orjson.loads(
         (
-            shared_dir
+            test_data_dir
             / "iglu-central/schemas/com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
         ).read_bytes()
     )

@@ -24,7 +24,7 @@ from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.tsv import enriched_fields, enriched_line
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-SCHEMAS = Path(__file__).resolve().parents[4] / "shared" / "iglu-central" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "data" / "iglu-central" / "schemas"
 PROCESSOR = Processor("plowline-loader", "0.1.0")
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 SESSION = "iglu:com.snowplowanalytics.snowplow/client_session/jsonschema/1-0-1"

@@ -25,12 +25,12 @@ from plowline_core.testing.hostile_strategies import any_text, hostile_messages
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
+DATA = Path(__file__).resolve().parents[2] / "data"
 PROCESSOR = Processor("plowline-loader", "0.1.0")
 
 
 def _iglu_central() -> dict[SchemaKey, Any]:
-    root = SHARED / "iglu-central" / "schemas"
+    root = DATA / "iglu-central" / "schemas"
     schemas = {}
     for path in root.glob("*/*/*/*"):
         vendor, name, fmt, version = path.relative_to(root).parts

@@ -24,8 +24,8 @@ from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
-VECTORS = SHARED / "conformance" / "vectors"
+DATA = Path(__file__).resolve().parents[2] / "data"
+VECTORS = DATA / "conformance" / "vectors"
 BADROW_SCHEMAS = VECTORS / "badrows" / "com.snowplowanalytics.snowplow.badrows"
 PROCESSOR = Processor("plowline-loader", "0.1.0")
 
@@ -37,7 +37,7 @@ UNKNOWN = SchemaKey.parse("iglu:com.acme/unknown/jsonschema/1-0-0")
 
 
 def _iglu_central() -> dict[SchemaKey, Any]:
-    root = SHARED / "iglu-central" / "schemas"
+    root = DATA / "iglu-central" / "schemas"
     schemas = {}
     for path in root.glob("*/*/*/*"):
         vendor, name, fmt, version = path.relative_to(root).parts

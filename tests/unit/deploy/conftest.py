@@ -60,7 +60,8 @@ def render_overlay(overlay: str) -> list[Manifest]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.fail(
-            "kubectl is not on PATH: the deploy tests render overlays with `kubectl kustomize`"
+            "kubectl is not on PATH: the deploy tests render overlays with `kubectl kustomize` "
+            "(kubectl 1.27 or newer, kustomize v5; install it as the README's Prerequisites say)"
         )
     name, *components = overlay.split("+")
     with tempfile.TemporaryDirectory() as scratch:

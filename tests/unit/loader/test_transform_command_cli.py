@@ -13,8 +13,8 @@ import pytest
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.cli import main
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
-VECTORS = SHARED / "conformance" / "vectors"
+DATA = Path(__file__).resolve().parents[2] / "data"
+VECTORS = DATA / "conformance" / "vectors"
 CONSOLE_SCRIPT = Path(sys.executable).with_name("plowline-loader")
 
 
@@ -41,7 +41,7 @@ def _resolver_file(tmp_path: Path, connection: dict[str, Any]) -> Path:
 @pytest.fixture
 def resolver(tmp_path: Path) -> Path:
     """A resolver config with Iglu Central as an embedded repository."""
-    return _resolver_file(tmp_path, {"embedded": {"path": str(SHARED / "iglu-central")}})
+    return _resolver_file(tmp_path, {"embedded": {"path": str(DATA / "iglu-central")}})
 
 
 def _vector_lines() -> list[str]:

@@ -15,7 +15,7 @@ from plowline_core.testing.hostile import GOOD, hostile_line, hostile_lines
 from plowline_core.testing.hostile_strategies import hostile_messages
 from plowline_loader.cli import EXIT_OK, main
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _resolver_file(folder: Path) -> Path:
@@ -28,7 +28,7 @@ def _resolver_file(folder: Path) -> Path:
                     "name": "Iglu Central",
                     "priority": 0,
                     "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(SHARED / "iglu-central")}},
+                    "connection": {"embedded": {"path": str(DATA / "iglu-central")}},
                 }
             ],
         },

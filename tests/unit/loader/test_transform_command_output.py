@@ -24,7 +24,7 @@ from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_loader import transform_command
 from plowline_loader.cli import loader_version, main
 
-SHARED = Path(__file__).resolve().parents[4] / "shared"
+DATA = Path(__file__).resolve().parents[2] / "data"
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 # The one field that differs between two runs: when the resolver last asked a registry.
 _LOOKUP_TIME = re.compile(rb'"lastAttempt":"[^"]*"')
@@ -83,7 +83,7 @@ def test_output_is_byte_for_byte_the_reference(
 ) -> None:
     """Rows and bad rows are, byte for byte, those of the line-by-line reference."""
     resolver = tmp_path / "resolver.json"
-    repository = {"embedded": {"path": str(SHARED / "iglu-central")}}
+    repository = {"embedded": {"path": str(DATA / "iglu-central")}}
     resolver.write_text(
         json.dumps(
             {

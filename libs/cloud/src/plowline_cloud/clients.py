@@ -4,7 +4,7 @@ Notes:
     Nothing here reads the environment: a composition root passes the emulator endpoint
     it was configured with, or ``None`` to talk to Google with default credentials.
     Pointed at a local endpoint, clients use ``AnonymousCredentials`` (and, for Pub/Sub,
-    an insecure gRPC channel), as the local stand-ins expect (see LOCAL_STACK.md).
+    an insecure gRPC channel), as the local stand-ins expect (see docs/local-stack.md).
     Each client's package is imported by the function that builds it, so importing this
     module costs nothing and a process loads only the clients it builds.
 """

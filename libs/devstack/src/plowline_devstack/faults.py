@@ -4,7 +4,7 @@ The stand-ins are kinder than Google: they never redeliver on their own, never d
 stream, never lose a response. A fault file makes them fail the way the real services
 do, so a test (or ``plowline dev up --faults FILE``) can show that plowline loses and
 duplicates nothing when they do. Every fault is off unless the file names it, and each
-is named after the real behaviour it reproduces (facts and sources: LOCAL_STACK.md,
+is named after the real behaviour it reproduces (facts and sources: docs/local-stack.md,
 "How Google really fails").
 
 The file is TOML (``*.toml``) or JSON (any other suffix): an optional ``seed`` and one

@@ -1,7 +1,7 @@
 """A Spark standalone cluster on 127.0.0.1 from the installed pyspark: a master and N workers.
 
 Each daemon is its own JVM (``spark-class org.apache.spark.deploy.master.Master`` /
-``...worker.Worker``, shipped in pyspark's wheel, LOCAL_STACK.md), in its own process
+``...worker.Worker``, shipped in pyspark's wheel, docs/local-stack.md), in its own process
 group: an executor the worker launches, and that executor's Python workers, share the
 worker's group, so stopping a group stops everything under it. Logs, work and scratch
 directories live under the cluster's directory; ports are free loopback ports.

@@ -1,7 +1,7 @@
 """Build the loader's SparkSession, tuned to start fast, with the ``pubsub`` source registered.
 
 Notes:
-    The settings follow LOCAL_STACK.md ("PySpark 4.3 local mode"): no UI, loopback binds,
+    The settings follow docs/local-stack.md ("Spark, locally and as a cluster"): no UI, loopback binds,
     serial GC and C1-only JIT for the driver JVM, few shuffle partitions, in-memory catalog.
     Python workers run the interpreter that builds the session, so they import the same
     plowline packages. ``SPARK_LOCAL_IP`` is set (if unset) before the JVM starts because
@@ -13,7 +13,7 @@ Notes:
     Launchers (issue 13): under ``spark-submit`` (the Spark operator's driver, a standalone
     cluster, YARN/Dataproc) the JVM is started before this code runs, with the master,
     driver host, bind address, driver memory and Python the launcher chose; settings made on
-    the builder would override them (LOCAL_STACK.md), pinning every deployment to local
+    the builder would override them (docs/local-stack.md), pinning every deployment to local
     mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.

@@ -5,7 +5,7 @@ Notes:
     failure was first seen (the failed-insert message's Pub/Sub publish time), not from the
     event's ``etl_tstamp`` as Snowplow does: an event enriched long ago (a backfill, a replay,
     a pipeline catching up) still gets the whole backoff for the mutator to add its columns.
-    The rule (DESIGN.md, decision 3), with ``until = first seen + backoff``:
+    The rule (docs/decisions.md, 8), with ``until = first seen + backoff``:
 
     1. The last attempt was made at or after ``until`` and failed → dead end.
     2. The backoff has passed → insert (one last attempt, whatever the schema says).

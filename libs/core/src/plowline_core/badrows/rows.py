@@ -3,7 +3,8 @@
 Notes:
     Frozen values; ``to_dict``/``to_json`` build the Snowplow self-describing bad row
     (``iglu:com.snowplowanalytics.snowplow.badrows/<kind>/jsonschema/<version>``) that
-    validates against the schema in ``conformance/vectors/badrows``.
+    validates against its schema in Iglu Central (copies in
+    ``tests/data/conformance/vectors/badrows``).
 """
 
 from __future__ import annotations

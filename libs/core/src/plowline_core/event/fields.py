@@ -1,6 +1,6 @@
 """The 131 fields of a Snowplow enriched event, in TSV order, as data.
 
-Source: Snowplow's analytics SDK field table (``shared/conformance/enriched_fields.tsv``).
+Source: Snowplow's analytics SDK field table (``tests/data/conformance/enriched_fields.tsv``).
 Fields 53 ``contexts``, 59 ``unstruct_event`` and 123 ``derived_contexts`` hold
 self-describing JSON and become entity columns; the other 128 are the atomic columns.
 """

@@ -11,6 +11,8 @@ Notes:
     ``Field.buildRepeated(column, schema, enforceItemPresence=true)`` normalised, with a
     REQUIRED STRING ``_schema_version`` first in the record (vectors 056, 060). Where v2
     would drop the entity (no storable field) we add a JSON column so the column exists.
+    (Vectors 055-060 are upstream's ids; the repository does not carry them, their source's
+    license forbids it: ``tests/data/conformance/README.md``.)
     Every entity column is NULLABLE or REPEATED, never REQUIRED: older rows lack it.
 """
 

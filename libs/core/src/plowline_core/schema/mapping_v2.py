@@ -2,7 +2,8 @@
 
 v2 builds schema-ddl's ``parquet.Field`` and BigQuery Loader 2 maps it to BigQuery:
 Struct → RECORD, Integer/Long → INTEGER, Double → FLOAT, Decimal → NUMERIC, Json → JSON,
-Array → REPEATED. Differences from v1 (vectors ``schema_to_field_029..060``):
+Array → REPEATED. Differences from v1 (vectors ``schema_to_field_029..060``; 055-060 are
+upstream's, not carried: ``tests/data/conformance/README.md``):
 
 - unions of several non-null types, objects without properties, arrays without ``items``
   and anything unknown → JSON (v1: STRING);

@@ -3,7 +3,7 @@
 BigQuery lets ``tables.patch`` add NULLABLE or REPEATED columns and nested fields, and
 relax REQUIRED to NULLABLE; it never lets a type change. The mutator therefore only
 *adds*: a needed field whose type or mode disagrees with the table is reported as a
-``Conflict`` and left alone (widening only, see DESIGN.md). A column of a type plowline
+``Conflict`` and left alone (widening only, see docs/decisions.md, 6). A column of a type plowline
 does not write (BYTES, DATETIME, GEOGRAPHY, RANGE, a type unknown here…) is never widened
 into: a need of the same name is a conflict, and the column goes back as BigQuery gave it
 (options included) in ``schema``.
