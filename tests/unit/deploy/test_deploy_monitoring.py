@@ -30,6 +30,8 @@ ALERTS = {
     "PlowlineServiceNotReady",
     "PlowlineServiceDown",
     "PlowlineCheckpointStuck",
+    "PlowlineColumnsCannotBeAdded",
+    "PlowlineTableUnusable",
 }
 
 
@@ -191,7 +193,7 @@ def test_alert_rules_are_the_same_in_every_flavour(deploy: Any) -> None:
 
 
 def test_alerts_cover_what_an_operator_must_hear_about(deploy: Any) -> None:
-    """Backlog, no rows, dead-ends, bad-row jump, not ready, down, stuck checkpoint, lookback alert."""
+    """Backlog, no rows, dead-ends, bad rows, readiness, down, checkpoint, setup, lookback alert."""
     names = {rule["alert"] for group in _groups(deploy) for rule in group["rules"]}
     assert names == ALERTS
 
