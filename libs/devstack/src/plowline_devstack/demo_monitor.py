@@ -176,7 +176,12 @@ def scrape_config(ports: Mapping[str, int], interval_s: int = SCRAPE_INTERVAL_S)
 
 
 def start_prometheus(work_dir: Path, ports: Mapping[str, int], timeout: float = 60.0) -> Prometheus:
-    """Start Prometheus in ``work_dir`` over the services' ports; return once it is ready."""
+    """Start Prometheus in ``work_dir`` over the services' ports; return once it scraped each.
+
+    Notes:
+        Prometheus hands new targets to its scrapers about 5 s after it starts: until
+        then ``up`` is empty, so this waits for an ``up`` sample of every job.
+    """
     binary = find_prometheus()
     work_dir.mkdir(parents=True, exist_ok=True)
     config = work_dir / "prometheus.yml"
@@ -198,10 +203,12 @@ def start_prometheus(work_dir: Path, ports: Mapping[str, int], timeout: float = 
         )
     prometheus = Prometheus(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + timeout
-    while not _ready(prometheus.url):
+    while not (_ready(prometheus.url) and _scraped(prometheus) >= len(ports)):
         if process.poll() is not None or time.monotonic() > deadline:
             prometheus.stop()
-            raise MonitorError(f"Prometheus did not start; log {log}:\n{log_tail(log)}")
+            raise MonitorError(
+                f"Prometheus did not start scraping every service; log {log}:\n{log_tail(log)}"
+            )
         time.sleep(0.2)
     return prometheus
 
@@ -241,7 +248,13 @@ def _is_number(value: str) -> bool:
 
 
 def _labels(metric: Mapping[str, str]) -> str:
-    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(metric.items())) + "}"
+    shown = sorted((k, v) for k, v in metric.items() if k != "__name__")
+    return "{" + ", ".join(f"{k}={v}" for k, v in shown) + "}"
+
+
+def _scraped(prometheus: Prometheus) -> int:
+    """Return how many jobs have been scraped at least once."""
+    return len(prometheus.query("count by (job) (up)"))
 
 
 def _ready(url: str) -> bool:
