@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from plowline_cloud.metrics import MetricsRegistry
+from plowline_core.ports import InsertReason
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.outcome import BatchOutcome
 
@@ -32,3 +33,14 @@ def test_record_counts_every_rows_latencies() -> None:
     assert _value(text, f'{publish}_bucket{{le="0.05"}}') == 2.0
     assert _value(text, f"{publish}_count") == 3.0
     assert _value(text, "plowline_loader_events_in_total") == 4.0
+
+
+def test_failed_inserts_of_every_reason_are_exported_from_the_start() -> None:
+    """Before any batch, failed inserts read 0 for each reason, so rate() sees the first ones."""
+    text = LoaderMetrics.create(MetricsRegistry("loader")).registry.render().decode()
+    found = {
+        reason.value: _value(text, f'plowline_loader_failed_inserts_total{{reason="{reason}"}}')
+        for reason in InsertReason
+    }
+    expected = dict.fromkeys((reason.value for reason in InsertReason), 0.0)
+    assert expected == found

@@ -9,6 +9,12 @@ legacy orders whose column an operator made by hand with the wrong type, which e
 dead-end bucket. Prints a summary read from BigQuery, Cloud Storage and the services'
 ``/metrics`` with a PASS/FAIL line, and stops everything (unless ``--keep``).
 
+With ``--monitor`` a real Prometheus (``prometheus`` on PATH) scrapes the four services
+during the run; at the end every panel query of the Grafana dashboard and every alert
+condition of ``deploy/monitoring/alerts.yaml`` is evaluated and printed
+(``demo_monitor.py``). The never-fitting case makes PlowlineDeadEnds hold, as it should;
+``--never-fitting 0`` is a healthy run.
+
 With ``--chaos`` it runs the chaos scenario instead (``demo_chaos.py``): faults on in the
 stack, every service SIGKILLed and restarted at random while events flow, in one write mode
 or all of them.
@@ -33,6 +39,7 @@ from plowline_core.errors import PlowlineError
 from plowline_devstack import demo_chaos
 from plowline_devstack.cli import Command
 from plowline_devstack.demo_conflict import describe
+from plowline_devstack.demo_monitor import Prometheus, evaluate, find_prometheus, start_prometheus
 from plowline_devstack.demo_progress import watch
 from plowline_devstack.demo_run import DemoRun, clear_previous
 from plowline_devstack.demo_services import DEFAULT_BACKOFF_S
@@ -78,6 +85,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DATA_DIR,
         help="stack data, service logs and checkpoints; emptied first (default %(default)s)",
     )
+    parser.add_argument(
+        "--monitor",
+        action="store_true",
+        help="run Prometheus (`prometheus` on PATH; Debian: apt-get install prometheus) over the "
+        "services, scraping every second with compose's job names; at the end print, per "
+        "dashboard panel, whether its queries returned data and, per alert, whether its "
+        "condition holds",
+    )
     demo_chaos.configure(parser)
 
 
@@ -96,21 +111,39 @@ def _run(args: argparse.Namespace) -> int:
         print(f"[{time.monotonic() - began:5.1f} s] {text}", file=err, flush=True)
 
     signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if args.monitor:
+            find_prometheus()
+    except PlowlineError as error:
+        print(f"plowline demo: {error}", file=err)
+        return 2
     clear_previous(args.data_dir)
     demo = DemoRun(args.data_dir, outlive=args.keep, workers=args.workers)
+    prometheus: Prometheus | None = None
     code = 2
     try:
         demo.start(say=say)
+        if args.monitor:
+            ports = {name: service.spec.port for name, service in demo.services.items()}
+            prometheus = start_prometheus(args.data_dir.resolve() / "prometheus", ports)
+            say(f"Prometheus scrapes the services every second: {prometheus.url}")
         if args.never_fitting > 0:
             column = demo.add_conflicting_column()
             say(f"an operator adds a column by hand, before any legacy order: {describe(column)}")
         code = _feed_and_check(demo, args, say, began)
+        if prometheus is not None:
+            prometheus.wait_scrapes()
+            print()
+            for line in evaluate(prometheus).lines():
+                print(line)
     except PlowlineError as error:
         print(f"plowline demo: {error}", file=err)
     except KeyboardInterrupt:
         print("\nplowline demo: interrupted", file=err)
         code = 130
     finally:
+        if prometheus is not None:
+            prometheus.stop()
         say("stopping everything" if not args.keep else "leaving everything running (--keep)")
         codes = demo.stop(keep=args.keep)
         unclean = {name: c for name, c in codes.items() if c != 0}

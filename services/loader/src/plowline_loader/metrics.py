@@ -14,6 +14,9 @@ Notes:
     ``loader_publish_to_insert_seconds``, ``loader_ready``, ``loader_batches_committed_total``,
     ``loader_last_commit_timestamp_seconds`` (checkpoint progress); ``run`` adds the
     liveness gauges ``loader_work_held`` and ``loader_stalled_seconds``.
+    ``loader_failed_inserts_total`` has every ``reason`` of ``InsertReason`` from the start,
+    at 0: a series that appeared only with its first failures would hide them from
+    ``rate`` (the dashboard's "Failed inserts", the first batch after a start).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
+from plowline_core.ports import InsertReason
 from prometheus_client import Counter, Gauge, Histogram
 
 from plowline_loader.pipeline import BatchOutcome
@@ -53,7 +57,7 @@ class LoaderMetrics:
     @classmethod
     def create(cls, registry: MetricsRegistry) -> LoaderMetrics:
         """Register the loader's metrics in ``registry``."""
-        return cls(
+        metrics = cls(
             registry=registry,
             events_in=registry.counter("loader_events_in", "Enriched events taken in"),
             good=registry.counter("loader_good", "Rows inserted into the table"),
@@ -92,6 +96,9 @@ class LoaderMetrics:
                 "Unix time the last micro-batch went through",
             ),
         )
+        for reason in InsertReason:
+            metrics.failed.labels(reason=reason.value)
+        return metrics
 
     def committed(self) -> None:
         """Count one micro-batch gone through, now."""

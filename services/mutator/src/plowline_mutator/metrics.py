@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from plowline_cloud.metrics import MetricsRegistry
 
-from plowline_mutator.mutation import MutationResult
+from plowline_mutator.mutation import MutationResult, Rejection
 
 #: Mutation latency buckets (seconds): the target is under one second.
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0)
+#: Where types come from: the types subscription, the HTTP API.
+SOURCES = ("listener", "http")
+#: Every ``kind`` of ``mutator_errors_total``.
+ERROR_KINDS = (
+    "malformed",
+    "unknown_schema",
+    "conflict",
+    *(kind.value for kind in Rejection),
+    "registry",
+    "transient",
+    "permanent",
+)
 
 
 class MutatorMetrics:
@@ -18,6 +30,9 @@ class MutatorMetrics:
         ``malformed``, ``unknown_schema``, ``conflict``, ``illegal_name``,
         ``column_limit``, ``refused`` (one count per type or conflicting field), and
         ``registry``, ``transient``, ``permanent`` (one count per message or request).
+        Every series (per source, per source and kind) is exported from the start, at 0:
+        a series that appeared only with its first count would hide that count from
+        ``rate`` and ``increase`` (the dashboard's first mutations after a start).
     """
 
     def __init__(self, registry: MetricsRegistry | None = None) -> None:
@@ -39,6 +54,11 @@ class MutatorMetrics:
             ["source"],
             buckets=_LATENCY_BUCKETS,
         )
+        for source in SOURCES:
+            for metric in (self.types_received, self.columns_added, self.latency):
+                metric.labels(source)
+            for kind in ERROR_KINDS:
+                self.errors.labels(source, kind)
 
     def record(self, source: str, result: MutationResult, types: int, seconds: float) -> None:
         """Count one handled request or message."""
