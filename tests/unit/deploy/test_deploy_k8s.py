@@ -20,6 +20,8 @@ _COMMON_KINDS = {
     ("v1", "ServiceAccount"): 5,
     ("rbac.authorization.k8s.io/v1", "Role"): 1,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): 1,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): 1,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): 1,
     ("v1", "ConfigMap"): 2,
     ("apps/v1", "Deployment"): 3,
     ("v1", "Service"): 1,
