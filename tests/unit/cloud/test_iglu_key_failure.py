@@ -20,13 +20,20 @@ from plowline_core.badrows import IgluErrorRow, Processor
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
-from plowline_core.iglu.resolver import GIVE_UP_AFTER, ResolvedSchema, Resolver, SchemaNotFound
+from plowline_core.iglu.resolver import (
+    GIVE_UP_AFTER,
+    GIVE_UP_AFTER_S,
+    ResolvedSchema,
+    Resolver,
+    SchemaNotFound,
+)
 from plowline_core.testing.clock import FixedClock
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 GOOD = SchemaKey.parse("iglu:com.acme/good/jsonschema/1-0-0")
 BROKEN = SchemaKey.parse("iglu:com.acme/broken/jsonschema/1-0-0")
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
+SPACING_S = GIVE_UP_AFTER_S / (GIVE_UP_AFTER - 1)  # the bound's lookups span its time bound
 BADROW_SCHEMA = "com.snowplowanalytics.snowplow.badrows/loader_iglu_error/jsonschema/2-0-0"
 
 
@@ -40,15 +47,25 @@ def _registry(broken: httpx.Response) -> HttpRegistry:
     return HttpRegistry("acme", "http://iglu.acme", transport=transport, sleep=lambda _: None)
 
 
-def _resolver(registry: HttpRegistry) -> Resolver:
-    ref = RepositoryRef("acme", 0, (), HttpConnection("http://iglu.acme"))
-    return Resolver([(ref, registry)], FixedClock(T0))
+class _Clocked(Resolver):
+    """A Resolver over one repository, with the FixedClock it reads at hand."""
+
+    def __init__(self, registry: HttpRegistry) -> None:
+        self.clock = FixedClock(T0)
+        ref = RepositoryRef("acme", 0, (), HttpConnection("http://iglu.acme"))
+        super().__init__([(ref, registry)], self.clock)
 
 
-def _fail(resolver: Resolver, times: int) -> None:
+def _resolver(registry: HttpRegistry) -> _Clocked:
+    return _Clocked(registry)
+
+
+def _fail(resolver: _Clocked, times: int, every_s: float = 0) -> None:
+    """Look BROKEN up ``times`` times, each held, the clock moving ``every_s`` after each."""
     for _ in range(times):
         with pytest.raises(RegistryUnavailable):
             resolver.resolve(BROKEN)
+        resolver.clock.advance(every_s)
 
 
 ANSWERS = [
@@ -62,11 +79,18 @@ def test_a_key_only_it_fails_is_given_up_after_the_bound(broken: httpx.Response)
     """Held for GIVE_UP_AFTER - 1 lookups, then not found, as the registry answers others."""
     resolver = _resolver(_registry(broken))
     resolver.resolve(GOOD)
-    _fail(resolver, GIVE_UP_AFTER - 1)
+    _fail(resolver, GIVE_UP_AFTER - 1, SPACING_S)
     resolution = resolver.resolve(BROKEN)
     assert isinstance(resolution, SchemaNotFound)
     expected = [("acme", "RepoFailure", GIVE_UP_AFTER)]
     assert expected == [(a.repository, a.error, a.attempts) for a in resolution.lookup_history]
+
+
+def test_quick_failures_are_held_until_the_time_bound() -> None:
+    """Many failures within GIVE_UP_AFTER_S are still held (a registry's bad minute)."""
+    resolver = _resolver(_registry(httpx.Response(400)))
+    resolver.resolve(GOOD)
+    _fail(resolver, 3 * GIVE_UP_AFTER, every_s=GIVE_UP_AFTER_S / (3 * GIVE_UP_AFTER + 1))
 
 
 def test_a_registry_down_for_every_key_holds_the_key() -> None:
@@ -81,13 +105,13 @@ def test_a_registry_down_for_every_key_holds_the_key() -> None:
     resolver = _resolver(registry)
     resolver.resolve(GOOD)
     state["down"] = True
-    _fail(resolver, 3 * GIVE_UP_AFTER)
+    _fail(resolver, 3 * GIVE_UP_AFTER, SPACING_S)
 
 
 def test_a_registry_that_answered_no_other_key_holds_the_key() -> None:
     """Without another key to ask, a failing key cannot be told from an outage: held."""
     resolver = _resolver(_registry(httpx.Response(400)))
-    _fail(resolver, 3 * GIVE_UP_AFTER)
+    _fail(resolver, 3 * GIVE_UP_AFTER, SPACING_S)
 
 
 def test_a_given_up_key_is_looked_up_again_after_its_ttl() -> None:
@@ -100,14 +124,12 @@ def test_a_given_up_key_is_looked_up_again_after_its_ttl() -> None:
         return httpx.Response(200, json=SCHEMA)
 
     registry = HttpRegistry("acme", "http://iglu.acme", transport=httpx.MockTransport(answer))
-    clock = FixedClock(T0)
-    ref = RepositoryRef("acme", 0, (), HttpConnection("http://iglu.acme"))
-    resolver = Resolver([(ref, registry)], clock)
+    resolver = _resolver(registry)
     resolver.resolve(GOOD)
-    _fail(resolver, GIVE_UP_AFTER - 1)
+    _fail(resolver, GIVE_UP_AFTER - 1, SPACING_S)
     assert isinstance(resolver.resolve(BROKEN), SchemaNotFound)
     fixed["broken"] = False
-    clock.advance(61)
+    resolver.clock.advance(61)
     resolution = resolver.resolve(BROKEN)
     assert isinstance(resolution, ResolvedSchema)
     expected = SCHEMA
@@ -118,7 +140,7 @@ def test_the_given_up_key_makes_a_valid_loader_iglu_error(iglu_central_dir: Path
     """The bad row names the repository's RepoFailure with its error, and validates."""
     resolver = _resolver(_registry(httpx.Response(400, text="no")))
     resolver.resolve(GOOD)
-    _fail(resolver, GIVE_UP_AFTER - 1)
+    _fail(resolver, GIVE_UP_AFTER - 1, SPACING_S)
     resolution = resolver.resolve(BROKEN)
     assert isinstance(resolution, SchemaNotFound)
     row = IgluErrorRow([resolution.to_failure()], {"event_id": "x"})

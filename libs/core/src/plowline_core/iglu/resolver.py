@@ -5,7 +5,8 @@ every repository answered "not found"; it raises ``RegistryUnavailable`` when no
 schema and at least one could not answer (the caller retries later and does not ack).
 
 One key that keeps failing is not an outage (issue 26): when the lookups of a key have
-failed ``give_up_after`` times in a row and every repository that failed it answers
+failed ``give_up_after`` times in a row, over at least ``GIVE_UP_AFTER_S`` seconds of the
+injected clock, and every repository that failed it answers
 another key (the last key it answered for is asked again, once, at that moment), the key
 is given up: ``SchemaNotFound`` whose lookup history holds each failing repository as a
 ``RepoFailure`` with its last error (Iglu's ``ResolutionError``; the loader makes it a
@@ -44,6 +45,8 @@ NOT_FOUND = "NotFound"
 REPO_FAILURE = "RepoFailure"
 GIVE_UP_AFTER = 5
 """Failed lookups in a row after which a key that only it fails is given up."""
+GIVE_UP_AFTER_S = 300.0
+"""Seconds since a key's first failure in a row before it can be given up."""
 GIVEN_UP_TTL = 60.0
 """Seconds a given-up key is remembered before it is looked up again."""
 _MESSAGE_MAX = 256  # loader_iglu_error's lookupHistory message maxLength
@@ -127,7 +130,8 @@ class Resolver:
         self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
         self.outages = outages or OutageLedger()
         self._give_up_after = max(give_up_after, 1)
-        self._failing: dict[SchemaKey, int] = {}  # key -> failed lookups in a row
+        # key -> (failed lookups in a row, when the first of them failed)
+        self._failing: dict[SchemaKey, tuple[int, datetime]] = {}
         self._witness: dict[str, SchemaKey] = {}  # repository -> last key it answered for
 
     @classmethod
@@ -189,17 +193,22 @@ class Resolver:
         outages: tuple[RegistryOutage, ...],
     ) -> Resolution:
         """Raise RegistryUnavailable, or give the key up (see the module docstring)."""
-        count = self._failing.get(key, 0) + 1
-        if count < self._give_up_after or not all(
-            self._answers_another(ref.name, registry, key) for ref, registry, _ in failed
+        now = self._clock.now()
+        count, since = self._failing.get(key, (0, now))
+        count += 1
+        if (
+            count < self._give_up_after
+            or (now - since).total_seconds() < GIVE_UP_AFTER_S
+            or not all(
+                self._answers_another(ref.name, registry, key) for ref, registry, _ in failed
+            )
         ):
             if key not in self._failing and len(self._failing) >= _FAILING_CAP:
                 self._failing.clear()
-            self._failing[key] = count
+            self._failing[key] = (count, since)
             failures = "; ".join(f"{ref.name}: {error}" for ref, _, error in failed)
             raise RegistryUnavailable(f"cannot resolve {key.to_uri()}: {failures}", outages)
         self._failing.pop(key, None)
-        now = self._clock.now()
         history += [
             LookupAttempt(ref.name, count, now, REPO_FAILURE, str(error))
             for ref, _, error in failed
