@@ -30,6 +30,7 @@ VARIANTS = (
     "prod+monitoring-gmp",
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
+    "prod+exactly-once",
 )
 
 #: package name of each image built from deploy/docker/<name>.Dockerfile

@@ -20,6 +20,8 @@ _COMMON_KINDS = {
     ("v1", "ServiceAccount"): 5,
     ("rbac.authorization.k8s.io/v1", "Role"): 1,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): 1,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): 1,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): 1,
     ("v1", "ConfigMap"): 2,
     ("apps/v1", "Deployment"): 3,
     ("v1", "Service"): 1,
@@ -70,10 +72,8 @@ def _project(deploy: Any, overlay: str) -> str:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_k8s_overlay_renders_the_expected_kinds(deploy: Any, overlay: str) -> None:
-    """Each overlay renders exactly the expected kinds at their API versions (dev adds a Secret)."""
+    """Each overlay renders exactly the expected kinds at their API versions (no Secret)."""
     expected = Counter(_COMMON_KINDS)
-    if overlay == "dev":
-        expected[("v1", "Secret")] = 1
     actual = Counter((m["apiVersion"], m["kind"]) for m in deploy.render(overlay))
     assert expected == actual
 
@@ -202,16 +202,24 @@ def test_k8s_mutator_runs_one_replica_behind_a_service(deploy: Any, overlay: str
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_k8s_mutator_token_comes_from_a_secret_the_overlay_owns(deploy: Any, overlay: str) -> None:
-    """Dev generates the token Secret it references; prod references an external one by name."""
+def test_k8s_mutator_token_is_a_file_from_a_secret_never_in_git(deploy: Any, overlay: str) -> None:
+    """The token Secret is mounted as the file --token-file names; no overlay renders a Secret."""
     manifests = deploy.render(overlay)
-    container = deploy.by_kind(manifests, "Deployment")["plowline-mutator"]["spec"]["template"]
-    env = {e["name"]: e for e in container["spec"]["containers"][0]["env"]}
-    ref = env["PLOWLINE_MUTATOR_TOKEN"]["valueFrom"]["secretKeyRef"]
-    secrets = sorted(deploy.by_kind(manifests, "Secret"))
-    expected = ([ref["name"]], "token") if overlay == "dev" else ([], "token")
-    actual = (secrets, ref["key"])
-    assert (expected, overlay == "dev" or ref["name"] == "plowline-mutator-token") == (actual, True)
+    pod = deploy.by_kind(manifests, "Deployment")["plowline-mutator"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    token_file = deploy.flag(container["args"], "--token-file")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounted = {
+        f"{m['mountPath']}/{item['path']}": volumes[m["name"]]["secret"]
+        for m in container["volumeMounts"]
+        if "secret" in volumes[m["name"]]
+        for item in volumes[m["name"]]["secret"]["items"]
+    }
+    secret = mounted.get(token_file or "", {})
+    env = [e["name"] for e in container.get("env", [])]
+    actual = (secret.get("secretName"), env, sorted(deploy.by_kind(manifests, "Secret")))
+    expected = ("plowline-mutator-token", [], [])
+    assert expected == actual
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

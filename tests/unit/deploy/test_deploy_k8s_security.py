@@ -23,8 +23,15 @@ def _spark(deploy: Any, overlay: str) -> dict[str, Any]:
 
 
 def _peer(peer: dict[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """A NetworkPolicy peer as (where, labels): 'any namespace' or 'this namespace'."""
-    where = "any namespace" if peer.get("namespaceSelector") == {} else "this namespace"
+    """A NetworkPolicy peer as (where, labels): any, this, or namespaces labelled so."""
+    namespaces = peer.get("namespaceSelector")
+    where = (
+        "this namespace"
+        if namespaces is None
+        else "any namespace"
+        if namespaces == {}
+        else f"namespaces {sorted(namespaces['matchLabels'].items())}"
+    )
     labels = tuple(sorted(peer["podSelector"]["matchLabels"].items()))
     return where, labels
 
@@ -88,13 +95,15 @@ def test_k8s_ingress_is_denied_by_default(deploy: Any, overlay: str) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_k8s_each_component_lets_in_only_what_must_reach_it(deploy: Any, overlay: str) -> None:
-    """Metrics scrapers reach each health port, labelled clients the mutator, driver and executors each other."""
+    """Scrapers reach each health port (the mutator's from labelled namespaces only), labelled
+    clients the mutator, driver and executors each other."""
     policies = deploy.by_kind(deploy.render(overlay), "NetworkPolicy")
     scraper = ("any namespace", _labels(SCRAPER))
+    labelled = ("namespaces [('plowline.io/metrics-scrapers', 'true')]", _labels(SCRAPER))
     driver = ("this namespace", _labels({"app.kubernetes.io/component": "loader-driver"}))
     executor = ("this namespace", _labels({"app.kubernetes.io/component": "loader-executor"}))
     expected = {
-        "plowline-mutator": {(*scraper, 8080), ("this namespace", _labels(MUTATOR_CLIENT), 8080)},
+        "plowline-mutator": {(*labelled, 8080), ("this namespace", _labels(MUTATOR_CLIENT), 8080)},
         "plowline-repeater": {(*scraper, 8082)},
         "plowline-deadletter": {(*scraper, 8081)},
         "plowline-loader-driver": {(*scraper, 8083), (*executor, 7078), (*executor, 7079)},

@@ -137,7 +137,7 @@ def test_monitors_scrape_metrics_path(deploy: Any, overlay: str) -> None:
         ),
         pytest.param(
             OPERATOR,
-            {"kubernetes.io/metadata.name": "monitoring"},
+            {"kubernetes.io/metadata.name": "monitoring", "plowline.io/metrics-scrapers": "true"},
             {"plowline.io/metrics-scraper": "true"},
             id="labelled-prometheus",
         ),

@@ -33,6 +33,7 @@ OVERLAYS = [
     "prod+monitoring-gmp",
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
+    "prod+exactly-once",
 ]
 #: Custom resources and the project's schema of the CRD fields each uses.
 CRD_SCHEMAS = {

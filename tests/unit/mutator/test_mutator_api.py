@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from plowline_core.errors import TransientError
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -18,6 +21,7 @@ from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_mutator.api import ApiContext, create_app
+from plowline_mutator.api_models import SCHEMA_URI_PATTERN
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from pydantic import SecretStr
@@ -172,6 +176,22 @@ def test_preview_of_malformed_uri_answers_422(api: Api) -> None:
 
 
 @pytest.mark.parametrize(
+    "uri",
+    [
+        pytest.param("iglu:../secret/jsonschema/1-0-0", id="vendor-dot-dot"),
+        pytest.param("iglu:./secret/jsonschema/1-0-0", id="vendor-dot"),
+    ],
+)
+def test_preview_of_a_vendor_of_dots_answers_422_and_asks_no_registry(api: Api, uri: str) -> None:
+    """A vendor ``..`` (which would climb out of a registry's schemas/) is refused up front."""
+    response = api.client.get(
+        "/v1/columns/preview", params={"schema": uri, "shredProperty": "CONTEXTS"}, headers=AUTH
+    )
+    expected = (422, [])
+    assert expected == (response.status_code, api.registry.looked_up)
+
+
+@pytest.mark.parametrize(
     ("ready", "status"), [pytest.param(True, 200, id="ready"), pytest.param(False, 503, id="not")]
 )
 def test_readyz_follows_readiness(ready: bool, status: int) -> None:
@@ -193,3 +213,15 @@ def test_openapi_documents_the_columns_route(api: Api) -> None:
         set(document["paths"]["/v1/columns"]),
         list(document["components"]["securitySchemes"]),
     )
+
+
+@given(vendor=st.text(alphabet="a.-_/", min_size=1, max_size=8))
+def test_the_uri_pattern_accepts_exactly_the_vendors_schema_key_parses(vendor: str) -> None:
+    """SCHEMA_URI_PATTERN and SchemaKey.parse agree on every vendor (dots only refused)."""
+    uri = f"iglu:{vendor}/name/jsonschema/1-0-0"
+    try:
+        SchemaKey.parse(uri)
+        parsed = True
+    except ValueError:
+        parsed = False
+    assert parsed == (re.match(SCHEMA_URI_PATTERN, uri) is not None)

@@ -147,6 +147,10 @@ class BatchHistogram(Collector):
         yield family
 
 
+SOCKET_TIMEOUT_S = 10.0
+"""Seconds a health-server connection may stay silent (a kubelet probe asks at once)."""
+
+
 class HealthServer:
     """A running health server; ``port`` is the bound port (useful when asked for 0)."""
 
@@ -173,8 +177,14 @@ def start_health_server(
     host: str = "0.0.0.0",
     details: Callable[[], Mapping[str, Any]] | None = None,
     liveness: Callable[[], Mapping[str, Any]] | None = None,
+    *,
+    socket_timeout: float = SOCKET_TIMEOUT_S,
 ) -> HealthServer:
     """Serve ``/healthz`` (alive), ``/readyz`` (200 if ``ready()`` else 503) and ``/metrics``.
+
+    A connection that sends nothing for ``socket_timeout`` seconds is closed (one thread
+    per connection: without it, a client that connects and stays silent, or a slow loris,
+    held its thread for ever, and enough of them a thread limit the probes then hit).
 
     With ``details``, ``/readyz`` answers JSON: ``{"ready": …, **details()}`` (what the
     service waits on); without, ``ready`` or ``not ready`` as text. With ``liveness``
@@ -183,6 +193,7 @@ def start_health_server(
     """
     collectors = registry.registry if isinstance(registry, MetricsRegistry) else registry
     handler = _handler_class(collectors, ready, details, liveness)
+    handler.timeout = socket_timeout  # StreamRequestHandler: the connection's socket timeout
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     thread = threading.Thread(

@@ -24,6 +24,9 @@ _EPILOG = """\
 objects:
   <path>/<vendor>.<name>/jsonschema-<model>/YYYY/MM/DD/HH/<window start>-<id>.ndjson[.gz]
   <path>/unparseable/YYYY/MM/DD/HH/<window start>-<id>.bin   (one message per object)
+A <vendor>.<name> over 256 characters is cut short and ends in ~<32 hex digits of its
+SHA-256>, so every object name stays within GCS's 1,024 bytes. The metrics label a
+partition by its name only for Snowplow's bad-row types; any other schema is "other".
 
 A message that is not self-describing JSON (not JSON at all, or JSON spread over several
 lines) gets an object of its own holding exactly its bytes, never compressed, so a message

@@ -13,6 +13,14 @@ when it was written, at most a window earlier (an unparseable object's: when its
 was published, earlier still), so the objects of the last minutes are found by listing a
 few hour folders (``hour_folders``, ``stamp_of``; see ``lookback``).
 
+A bad row may come from anyone who can publish to the topic, and Iglu sets no length on a
+vendor or name: a partition folder longer than ``PARTITION_MAX_BYTES`` is shortened to its
+first characters, ``~`` and 32 hex digits of its SHA-256 (``~`` is in no Iglu name, so a
+shortened folder is never another's real one; the digest keeps it unique and the same on
+every delivery). Every object name then stays far under GCS's limit of 1,024 bytes,
+which refused the name of a 1 KB vendor: its rows were nacked for ever while the service
+stayed healthy (issue 26).
+
 Notes:
     Pure. Bad rows are stored as received (a message is never re-encoded; only a trailing
     newline is dropped), so a bad row in the bucket is byte-for-byte the one published.
@@ -28,6 +36,7 @@ from __future__ import annotations
 import gzip as gzip_module
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from hashlib import sha256
 
 from plowline_core.badrows import parse_bad_row
 
@@ -38,6 +47,11 @@ _STAMP_CHARS = len("20261122T051300Z")
 
 UNPARSEABLE = "unparseable"
 """The partition of messages that are not self-describing JSON."""
+
+PARTITION_MAX_BYTES = 320
+"""The longest partition folder kept as it is (``vendor.name`` at most 256, the rest 64)."""
+_PART_MAX = (256, 63)  # ``vendor.name``, ``format-model``: 256 + 1 + 63 = 320
+_DIGEST_CHARS = 32
 
 UNPARSEABLE_CONTENT_TYPE = "application/octet-stream"
 """The content type of an unparseable message's object (its bytes as they came)."""
@@ -52,7 +66,16 @@ def partition_of(data: bytes) -> str:
     if parsed is None:
         return UNPARSEABLE
     key, _ = parsed
-    return f"{key.vendor}.{key.name}/{key.format}-{key.version.model}"
+    kind = _shorten(f"{key.vendor}.{key.name}", _PART_MAX[0])
+    return f"{kind}/{_shorten(f'{key.format}-{key.version.model}', _PART_MAX[1])}"
+
+
+def _shorten(part: str, limit: int) -> str:
+    """Return ``part``, or its head, ``~`` and a digest of it when longer than ``limit``."""
+    if len(part.encode()) <= limit:
+        return part
+    digest = sha256(part.encode()).hexdigest()[:_DIGEST_CHARS]
+    return f"{part[: limit - _DIGEST_CHARS - 1]}~{digest}"
 
 
 def object_name(partition: str, window_start: datetime, unique: str, gzip: bool) -> str:

@@ -1,11 +1,57 @@
-"""The dead-letter writer's Prometheus metrics."""
+"""The dead-letter writer's Prometheus metrics.
+
+Notes:
+    The ``partition`` label takes a closed set of values (``partition_label``): the
+    partitions of Snowplow's bad-row schemas, ``unparseable``, and ``other`` for anything
+    else. A bad row may be published by anyone who can publish to the topic, and a label
+    per schema key would grow a new series for every key they make up (issue 26).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from plowline_cloud.metrics import MetricsRegistry
+from plowline_core.badrows import BADROWS_VENDOR
 from prometheus_client import Counter, Gauge
+
+from plowline_deadletter.layout import UNPARSEABLE
+
+OTHER = "other"
+"""The label of a partition that is not one of Snowplow's bad-row types."""
+
+BAD_ROW_TYPES = (
+    "adapter_failures",
+    "collector_payload_format_violation",
+    "enrichment_failures",
+    "event_forwarding_error",
+    "generic_error",
+    "loader_iglu_error",
+    "loader_parsing_error",
+    "loader_recovery_error",
+    "loader_runtime_error",
+    "recovery_error",
+    "relay_failure",
+    "schema_violations",
+    "size_violation",
+    "snowflake_error",
+    "tracker_protocol_violations",
+)
+"""Snowplow's bad-row schemas (Iglu Central, ``com.snowplowanalytics.snowplow.badrows``)."""
+
+_LABELS = frozenset(
+    {UNPARSEABLE}
+    | {
+        f"{BADROWS_VENDOR}.{name}/jsonschema-{model}"
+        for name in BAD_ROW_TYPES
+        for model in (1, 2, 3)
+    }
+)
+
+
+def partition_label(partition: str) -> str:
+    """Return the metric label of a partition: itself if a known bad-row type, else ``other``."""
+    return partition if partition in _LABELS else OTHER
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ from plowline_deadletter.layout import (
     partition_of,
     unparseable_name,
 )
-from plowline_deadletter.metrics import DeadLetterMetrics
+from plowline_deadletter.metrics import DeadLetterMetrics, partition_label
 
 _log = structlog.get_logger(__name__)
 
@@ -160,8 +160,9 @@ class DeadLetterWriter:
             return
         for message in self._settle(batch.items, written=True):
             message.ack()
-        self._metrics.objects_written.labels(batch.key).inc()
-        self._metrics.rows_written.labels(batch.key).inc(len(batch.items))
+        label = partition_label(batch.key)
+        self._metrics.objects_written.labels(label).inc()
+        self._metrics.rows_written.labels(label).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
 
     def _settle(self, items: Sequence[_Received], *, written: bool) -> list[IdentifiedMessage]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,10 +72,15 @@ FILE_LOADS also needs ``roles/bigquery.jobUser`` on the project and
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
-    """What an executor needs to build its BatchProcessor (picklable, hashable)."""
+    """What an executor needs to build its BatchProcessor (picklable, hashable).
+
+    Notes:
+        ``resolver_json`` is left out of the repr: it holds the Iglu registries' apikeys,
+        and a repr reaches logs and Spark's task errors.
+    """
 
     bigquery: BigQueryConfig
-    resolver_json: str
+    resolver_json: str = field(repr=False)
     resolver_dir: str
     column_mode: ColumnMode
     version: str

@@ -201,8 +201,10 @@ def build_api(context: ApiContext) -> FastAPI:
             503: {"model": Health, "description": "held types made no progress for too long"},
         },
     )
-    def healthz() -> JSONResponse:
+    async def healthz() -> JSONResponse:
         """Say the process is alive: 503 once held types make no progress for too long."""
+        # The probes are ``async``: they answer on the event loop, never waiting for a
+        # thread of the pool that API calls (BigQuery, Iglu) can hold all of.
         if context.liveness is None:
             return JSONResponse({"status": "ok"})
         state = dict(context.liveness())
@@ -216,7 +218,7 @@ def build_api(context: ApiContext) -> FastAPI:
         response_model=Readiness,
         responses={503: {"model": Readiness, "description": "not ready"}, **TOO_LARGE},
     )
-    def readyz() -> JSONResponse:
+    async def readyz() -> JSONResponse:
         """Say whether the mutator is ready (its listener runs) and which registries fail."""
         ready = context.ready()
         body = {"ready": ready, "registries": context.registries()}
@@ -233,7 +235,7 @@ def build_api(context: ApiContext) -> FastAPI:
             **TOO_LARGE,
         },
     )
-    def metrics() -> Response:
+    async def metrics() -> Response:
         """Return the mutator's metrics in the Prometheus text format."""
         return Response(context.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 

@@ -19,8 +19,9 @@ from plowline_core.schema.field import Mode
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as Body
 
+#: A vendor holds a character other than "." (SchemaKey refuses ".." and the like).
 SCHEMA_URI_PATTERN = (
-    r"^iglu:[a-zA-Z0-9_.-]+/[a-zA-Z0-9_-]+/[a-zA-Z0-9_-]+/"
+    r"^iglu:[a-zA-Z0-9_.-]*[a-zA-Z0-9_-][a-zA-Z0-9_.-]*/[a-zA-Z0-9_-]+/[a-zA-Z0-9_-]+/"
     r"(0|[1-9][0-9]*)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$"
 )
 SCHEMA_URI_EXAMPLE = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1"

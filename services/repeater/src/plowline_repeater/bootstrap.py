@@ -14,6 +14,11 @@ Notes:
     publish and the mark. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
+    Exactly-once needs ONE repeater per failed-inserts subscription: two repeaters each
+    holding a copy of one failed insert can both pass the ledger check before either
+    commits, and BigQuery has no conditional insert to refuse the second. The deployment
+    guarantees it (deploy/k8s/components/exactly-once: one replica, no autoscaler,
+    ``Recreate`` rollouts), not this process.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ class EmbeddedRegistry:
     Notes:
         ``path`` is the directory that CONTAINS ``schemas/``, as in Snowplow's embedded
         repositories and Iglu Central's checkout. Picklable (a name and a path).
+        Confined: a key whose file would lie outside ``schemas/`` once ``.`` and ``..`` are
+        resolved (``SchemaKey`` already refuses them) is not read: no schema is there.
     """
 
     def __init__(self, name: str, path: Path) -> None:
@@ -37,7 +40,10 @@ class EmbeddedRegistry:
 
     def lookup(self, key: SchemaKey) -> Mapping[str, Any] | None:
         """Return the schema file's JSON object, or None when there is no such file."""
-        location = self._root / key.vendor / key.name / key.format / str(key.version)
+        parts = (key.vendor, key.name, key.format, str(key.version))
+        if not all(map(_plain_segment, parts)):
+            return None  # the file would lie outside schemas/: no schema of ours is there
+        location = self._root.joinpath(*parts)
         try:
             content = location.read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -45,6 +51,12 @@ class EmbeddedRegistry:
         except OSError as error:
             raise RegistryUnavailable(f"{self._name}: cannot read {location}: {error}") from error
         return _schema_object(self._name, location, content)
+
+
+def _plain_segment(part: str) -> bool:
+    """Whether ``part`` names one entry inside its directory (not ``..``, no separator)."""
+    separators = {"/", os.sep, os.altsep or "/", "\0"}
+    return part not in {"", ".", ".."} and not any(sep in part for sep in separators)
 
 
 def _schema_object(name: str, location: Path, content: bytes) -> Mapping[str, Any]:

@@ -11,6 +11,8 @@ a body still arriving after
 a redirect from https to http, more
 than ``MAX_REDIRECTS`` redirects        → RegistryUnavailable at once
 any other status                       → RegistryUnavailable at once
+a key whose URL would leave
+``{uri}/schemas/``                      → None, nothing sent (no schema lives there)
 
 Notes:
     Bounded: each attempt waits at most ``timeout`` per connect or read, and gives up on a
@@ -21,6 +23,9 @@ Notes:
     ``apikey`` header goes only to the registry's own origin (scheme, host and port), never
     to the host a redirect names, and a redirect from https to http is refused (schemas
     decide casting and DDL; they are not read from plain http once https was asked for).
+    Confined: a lookup GETs exactly ``{uri}/schemas/{vendor}/{name}/{format}/{M-R-A}`` as
+    written; a key whose URL a client would normalise elsewhere (``..``, which ``SchemaKey``
+    already refuses) is not sent, so neither the request nor the apikey leaves the registry.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ class HttpRegistry:
         self._apikey = apikey
         self._settings = (timeout, retries, backoff, not_found | {404})
         self._origin = httpx.URL(self._uri)
+        self._schemas = httpx.URL(f"{self._uri}/schemas/").raw_path
         self._client = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
         self._retrying = Retrying(
             stop=stop_after_attempt(retries + 1),
@@ -93,6 +99,8 @@ class HttpRegistry:
     def lookup(self, key: SchemaKey) -> Mapping[str, Any] | None:
         """Return the schema, None on 404; raise RegistryUnavailable when it cannot answer."""
         url = f"{self._uri}/schemas/{key.to_path()}"
+        if httpx.URL(url).raw_path != self._schemas + key.to_path().encode():
+            return None  # the URL would leave schemas/: no schema of this registry is there
         try:
             return self._retrying(self._get, url)
         except _Flaky as error:

@@ -3,6 +3,12 @@
 Notes:
     Pure and hashable. ``SchemaKey.parse`` is cached because the same few URIs
     appear in millions of events.
+    ``parse`` holds a URI to Iglu's patterns (vendor ``[a-zA-Z0-9-_.]+``, name and format
+    ``[a-zA-Z0-9-_]+``, a full SchemaVer), and refuses a vendor of dots only: Iglu's
+    pattern admits ``.`` and ``..``, which name no reverse-domain vendor and, as the first
+    segment of a registry path (``schemas/../name/…``), would climb out of a registry's
+    ``schemas/`` (issue 26). The constructor, which Snowplow's column-name vectors call
+    with names such as ``a.b.c``, checks only that each part is one plain path segment.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from functools import lru_cache
 _URI = re.compile(
     r"^iglu:([a-zA-Z0-9\-_.]+)/([a-zA-Z0-9\-_]+)/([a-zA-Z0-9\-_]+)/([1-9][0-9]*|0)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$"
 )
+# A part a registry path can carry as one segment: not dots only, no separator, no
+# percent-escape, no control character. ``fullmatch``.
+_SEGMENT = re.compile(r"(?!\.+\Z)[^/\\%?#\x00-\x1f\x7f]+")
 _VER = re.compile(r"^([1-9][0-9]*|0)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$")
 _CRITERION = re.compile(
     r"^iglu:([a-zA-Z0-9\-_.]+)/([a-zA-Z0-9\-_]+)/([a-zA-Z0-9\-_]+)/([1-9][0-9]*|0|\*)-(0|[1-9][0-9]*|\*)-(0|[1-9][0-9]*|\*)$"
@@ -51,6 +60,19 @@ class SchemaKey:
     format: str
     version: SchemaVer
 
+    def __post_init__(self) -> None:
+        """Refuse a part that is not one plain path segment (``..``, ``a/b``, ``%2e``…)."""
+        parts = (self.vendor, self.name, self.format)
+        if not (
+            all(isinstance(part, str) and _SEGMENT.fullmatch(part) for part in parts)
+            and isinstance(self.version, SchemaVer)
+        ):
+            raise ValueError(
+                f"invalid schema key {self.vendor!r}/{self.name!r}/{self.format!r}/"
+                f"{self.version!r}: each part must be one plain path segment (not dots "
+                "only such as '..', no '/', '%', '?', '#' or control character)"
+            )
+
     @staticmethod
     def parse(uri: str) -> SchemaKey:
         """Parse an ``iglu:`` URI; raise ValueError naming the URI otherwise."""
@@ -76,6 +98,11 @@ def _parse_key(uri: str) -> SchemaKey:
             f"invalid schema URI {uri!r}: expected iglu:vendor/name/format/MODEL-REVISION-ADDITION"
         )
     version = SchemaVer(int(match[4]), int(match[5]), int(match[6]))
+    if not match[1].strip("."):
+        raise ValueError(
+            f"invalid schema URI {uri!r}: the vendor is dots only (a vendor is a reverse "
+            "domain name such as com.acme)"
+        )
     return SchemaKey(match[1], match[2], match[3], version)
 
 

@@ -4,6 +4,19 @@
 every repository answered "not found"; it raises ``RegistryUnavailable`` when none had the
 schema and at least one could not answer (the caller retries later and does not ack).
 
+One key that keeps failing is not an outage (issue 26): when the lookups of a key have
+failed ``give_up_after`` times in a row, over at least ``GIVE_UP_AFTER_S`` seconds of the
+injected clock, and every repository that failed it answers
+another key (the last key it answered for is asked again, once, at that moment), the key
+is given up: ``SchemaNotFound`` whose lookup history holds each failing repository as a
+``RepoFailure`` with its last error (Iglu's ``ResolutionError``; the loader makes it a
+``loader_iglu_error`` bad row, which the repeater can replay). A registry that answers
+400, or an HTML page with 200, for one key would otherwise hold that key's events, and
+the partitions they are in, for ever. A repository that fails every key, or that has
+answered no other key yet, is an outage: the key is held, as before. A given-up key is
+remembered for at most ``GIVEN_UP_TTL`` seconds (less if ``cache_ttl`` is shorter), then
+looked up again.
+
 Notes:
     Lookup order (Iglu client's ``prioritize``): repositories whose vendor prefix matches the
     key's vendor first, then embedded before HTTP, then lowest ``priority``, then config order.
@@ -29,6 +42,15 @@ from plowline_core.iglu.outage import OutageLedger, RegistryOutage
 from plowline_core.ports import Clock, Registry
 
 NOT_FOUND = "NotFound"
+REPO_FAILURE = "RepoFailure"
+GIVE_UP_AFTER = 5
+"""Failed lookups in a row after which a key that only it fails is given up."""
+GIVE_UP_AFTER_S = 300.0
+"""Seconds since a key's first failure in a row before it can be given up."""
+GIVEN_UP_TTL = 60.0
+"""Seconds a given-up key is remembered before it is looked up again."""
+_MESSAGE_MAX = 256  # loader_iglu_error's lookupHistory message maxLength
+_FAILING_CAP = 4096  # keys whose failures are counted at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +70,16 @@ class LookupAttempt:
     attempts: int
     last_attempt: datetime
     error: str = NOT_FOUND
+    message: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the ``lookupHistory`` item of ``loader_iglu_error``."""
+        error: dict[str, Any] = {"error": self.error}
+        if self.message is not None:
+            error["message"] = self.message[:_MESSAGE_MAX]
         return {
             "repository": self.repository,
-            "errors": [{"error": self.error}],
+            "errors": [error],
             "attempts": self.attempts,
             "lastAttempt": _iso(self.last_attempt),
         }
@@ -90,6 +116,7 @@ class Resolver:
         cache_size: int = 500,
         cache_ttl: float | None = None,
         outages: OutageLedger | None = None,
+        give_up_after: int = GIVE_UP_AFTER,
     ) -> None:
         if not repositories:
             raise ConfigError("an Iglu resolver needs at least one repository")
@@ -102,6 +129,10 @@ class Resolver:
         # key -> (resolution, expiry or None); insertion order is recency order.
         self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
         self.outages = outages or OutageLedger()
+        self._give_up_after = max(give_up_after, 1)
+        # key -> (failed lookups in a row, when the first of them failed)
+        self._failing: dict[SchemaKey, tuple[int, datetime]] = {}
+        self._witness: dict[str, SchemaKey] = {}  # repository -> last key it answered for
 
     @classmethod
     def from_config(
@@ -134,24 +165,74 @@ class Resolver:
 
     def _lookup(self, key: SchemaKey) -> Resolution:
         history: list[LookupAttempt] = []
-        failures: list[str] = []
+        failed: list[tuple[RepositoryRef, Registry, RegistryUnavailable]] = []
         outages: list[RegistryOutage] = []
         for ref, registry in self._ordered(key):
             now = self._clock.now()
             try:
                 schema = registry.lookup(key)
             except RegistryUnavailable as error:
-                failures.append(f"{ref.name}: {error}")
+                failed.append((ref, registry, error))
                 outages.append(self.outages.failed(ref.name, str(error), self._clock.now()))
                 continue
-            self.outages.answered(ref.name, now)
+            self._answered(ref.name, key, now)
             if schema is not None:
+                self._failing.pop(key, None)
                 return self._remember(key, ResolvedSchema(key, schema, ref.name), now)
             history.append(LookupAttempt(ref.name, 1, now))
-        if failures:
-            message = f"cannot resolve {key.to_uri()}: " + "; ".join(failures)
-            raise RegistryUnavailable(message, tuple(outages))
+        if failed:
+            return self._failed(key, history, failed, tuple(outages))
+        self._failing.pop(key, None)
         return self._remember(key, SchemaNotFound(key, tuple(history)), self._clock.now())
+
+    def _failed(
+        self,
+        key: SchemaKey,
+        history: list[LookupAttempt],
+        failed: list[tuple[RepositoryRef, Registry, RegistryUnavailable]],
+        outages: tuple[RegistryOutage, ...],
+    ) -> Resolution:
+        """Raise RegistryUnavailable, or give the key up (see the module docstring)."""
+        now = self._clock.now()
+        count, since = self._failing.get(key, (0, now))
+        count += 1
+        if (
+            count < self._give_up_after
+            or (now - since).total_seconds() < GIVE_UP_AFTER_S
+            or not all(
+                self._answers_another(ref.name, registry, key) for ref, registry, _ in failed
+            )
+        ):
+            if key not in self._failing and len(self._failing) >= _FAILING_CAP:
+                self._failing.clear()
+            self._failing[key] = (count, since)
+            failures = "; ".join(f"{ref.name}: {error}" for ref, _, error in failed)
+            raise RegistryUnavailable(f"cannot resolve {key.to_uri()}: {failures}", outages)
+        self._failing.pop(key, None)
+        history += [
+            LookupAttempt(ref.name, count, now, REPO_FAILURE, str(error))
+            for ref, _, error in failed
+        ]
+        given_up = SchemaNotFound(key, tuple(history))
+        ttl = GIVEN_UP_TTL if self._ttl is None else min(GIVEN_UP_TTL, self._ttl.total_seconds())
+        return self._remember(key, given_up, now, timedelta(seconds=ttl))
+
+    def _answers_another(self, repository: str, registry: Registry, key: SchemaKey) -> bool:
+        """Ask ``registry`` again for the last other key it answered for: does it answer?"""
+        witness = self._witness.get(repository)
+        if witness is None or witness == key:
+            return False
+        try:
+            registry.lookup(witness)
+        except RegistryUnavailable:
+            return False
+        self.outages.answered(repository, self._clock.now())
+        return True
+
+    def _answered(self, repository: str, key: SchemaKey, now: datetime) -> None:
+        self.outages.answered(repository, now)
+        if self._witness.get(repository) is not key:
+            self._witness[repository] = key
 
     def _ordered(self, key: SchemaKey) -> list[tuple[RepositoryRef, Registry]]:
         def rank(pair: tuple[RepositoryRef, Registry]) -> tuple[bool, int, float]:
@@ -161,10 +242,13 @@ class Resolver:
 
         return sorted(self._repositories, key=rank)
 
-    def _remember(self, key: SchemaKey, resolution: Resolution, now: datetime) -> Resolution:
+    def _remember(
+        self, key: SchemaKey, resolution: Resolution, now: datetime, ttl: timedelta | None = None
+    ) -> Resolution:
         if self._cache_size == 0:
             return resolution
-        expiry = None if self._ttl is None else now + self._ttl
+        ttl = ttl or self._ttl
+        expiry = None if ttl is None else now + ttl
         self._cache[key] = (resolution, expiry)
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_size:

@@ -22,8 +22,13 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   until the partition holds ``maxMessagesPerPartition`` messages or
   ``maxBytesPerPartition`` bytes, or a pull comes back empty; each pull's ack ids get a
   receipt extension to ``ackDeadlineSeconds`` before the rows are yielded. Memory per task
-  is bounded by the budgets, whatever the backlog (the byte budget is checked between
-  pulls, so the last pull may overshoot it by one response, at most 1000 messages).
+  is bounded whatever the backlog (issue 26): the byte budget is checked between pulls,
+  and a pull asks for no more messages than the bytes left under
+  ``max(maxBytesPerPartition, PULL_CEILING_BYTES)`` can hold at Pub/Sub's largest message
+  (``MAX_MESSAGE_BYTES``, at least one), so a task holds at most that ceiling plus one
+  message (``pull_size``): 522 MiB by default, where a backlog of 10 MB messages used to
+  put 1,000 of them, 10 GB, in one pull. Unary Pull has no byte limit of its own, so the
+  count is the only lever; with events of a few KB a pull takes 51 of them at most.
 - **Nothing is acked here.** Rows carry ``ack_id`` and ``subscription``; the sink acks them
   in the task that processed them, after their outcome is durable, and extends their
   leases meanwhile (``plowline_loader.source.acking``). ``commit()`` does nothing.
@@ -86,6 +91,10 @@ SCHEMA = StructType(
 # After the first pull of a partition, a pull that waits this long and gets nothing means
 # the backlog is drained for now; the next micro-batch picks up what arrives later.
 _DRAIN_TIMEOUT_S = 0.25
+MAX_MESSAGE_BYTES = 10 * 1024 * 1024
+"""Pub/Sub's largest message (data and attributes), rounded up: a pull's worst case each."""
+PULL_CEILING_BYTES = 512 * 1024 * 1024
+"""A task's pulls are sized so that its messages stay under this (or the byte budget)."""
 PROBE_LEASE_S = 120
 """Lease on the driver's probe delivery until a task takes it over (see ``latestOffset``)."""
 _N = TypeVar("_N", int, float)
@@ -172,9 +181,25 @@ class PubSubPartition(InputPartition):
     prefetched: tuple[PulledMessage, ...] = ()
 
 
+def pull_size(partition: PubSubPartition, count: int, size: int) -> int:
+    """Return how many messages the next pull asks for, holding ``count`` of ``size`` bytes.
+
+    Notes:
+        Pure. At least 1; at most ``MAX_PULL``, the messages left in the budget, and what the
+        bytes left under ``max(max_bytes, PULL_CEILING_BYTES)`` hold at ``MAX_MESSAGE_BYTES``
+        each: whatever the backlog, the partition's messages stay under that ceiling plus
+        one message.
+    """
+    from plowline_loader.source.subscription import MAX_PULL
+
+    ceiling = max(partition.max_bytes, PULL_CEILING_BYTES)
+    by_bytes = max(1, (ceiling - size) // MAX_MESSAGE_BYTES)
+    return max(1, min(partition.max_messages - count, MAX_PULL, by_bytes))
+
+
 def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline."""
-    from plowline_loader.source.subscription import MAX_PULL, Subscription
+    from plowline_loader.source.subscription import Subscription
 
     subscription = Subscription(partition.subscription, partition.emulator_host)
     if partition.prefetched:
@@ -186,7 +211,7 @@ def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
     size = sum(message.size for message in partition.prefetched)
     timeout_s = partition.pull_timeout_s
     while count < partition.max_messages and size < partition.max_bytes:
-        pulled = subscription.pull(min(partition.max_messages - count, MAX_PULL), timeout_s)
+        pulled = subscription.pull(pull_size(partition, count, size), timeout_s)
         if not pulled:
             return
         # Receipt extension: the rows still have to reach the sink and its lease extender.
