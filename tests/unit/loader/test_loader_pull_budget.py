@@ -19,16 +19,32 @@ def _partition(max_messages: int = 10_000, max_bytes: int = 16 * MiB) -> PubSubP
     return PubSubPartition(0, "projects/p/subscriptions/s", None, max_messages, max_bytes, 1.0, 60)
 
 
-def _drain(partition: PubSubPartition, sizes: list[int]) -> int:
-    """Run pull_bounded's loop against a backlog that answers each pull in full; return bytes."""
-    count = size = 0
+def _drain(partition: PubSubPartition, sizes: list[int], rest: int = MAX_MESSAGE_BYTES) -> int:
+    """Run pull_bounded's loop against a backlog that answers each pull in full; return bytes.
+
+    The backlog is ``sizes``, then messages of ``rest`` bytes for ever.
+    """
+    count = size = largest = 0
     backlog = iter(sizes)
     while count < partition.max_messages and size < partition.max_bytes:
-        pulled = [
-            next(backlog, MAX_MESSAGE_BYTES) for _ in range(pull_size(partition, count, size))
-        ]
-        count, size = count + len(pulled), size + sum(pulled)
+        asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
+        pulled = [next(backlog, rest) for _ in range(asked)]
+        count, size, largest = count + len(pulled), size + sum(pulled), max(largest, *pulled)
     return size
+
+
+def _pulls(partition: PubSubPartition, message_size: int) -> int:
+    """How many pulls drain the partition's budget from a backlog of one message size."""
+    count = size = largest = pulls = 0
+    while count < partition.max_messages and size < partition.max_bytes:
+        asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
+        count, size, largest, pulls = (
+            count + asked,
+            size + asked * message_size,
+            message_size,
+            pulls + 1,
+        )
+    return pulls
 
 
 def test_a_backlog_of_the_largest_messages_stays_under_the_ceiling() -> None:
@@ -37,10 +53,22 @@ def test_a_backlog_of_the_largest_messages_stays_under_the_ceiling() -> None:
     assert held <= PULL_CEILING_BYTES + MAX_MESSAGE_BYTES
 
 
-def test_small_messages_still_come_many_to_a_pull() -> None:
+def test_the_first_pull_asks_for_what_the_ceiling_holds_at_10_mb() -> None:
     """An empty partition asks for as many messages as the ceiling holds at 10 MB each."""
     expected = PULL_CEILING_BYTES // MAX_MESSAGE_BYTES
     assert expected == pull_size(_partition(), 0, 0)
+
+
+def test_small_messages_come_a_thousand_to_a_pull_after_the_first() -> None:
+    """Once 2 KB messages were seen, a pull asks for MAX_PULL of them again."""
+    expected = MAX_PULL
+    assert expected == pull_size(_partition(), 51, 51 * 2048, largest=2048)
+
+
+def test_a_budget_of_small_messages_takes_a_handful_of_pulls() -> None:
+    """10,000 messages of 1.6 KB: 11 pulls (51, then 1,000 at a time), not ~200 of 51."""
+    expected = 11
+    assert expected == _pulls(_partition(), 1600)
 
 
 def test_a_budget_above_the_ceiling_raises_it() -> None:
@@ -58,11 +86,19 @@ def test_a_pull_never_asks_for_more_than_the_messages_left() -> None:
 @given(
     max_messages=st.integers(1, 20_000),
     max_bytes=st.integers(1, 2048 * MiB),
-    sizes=st.lists(st.integers(0, MAX_MESSAGE_BYTES), max_size=300),
+    sizes=st.lists(st.integers(1, MAX_MESSAGE_BYTES), max_size=300),
 )
 def test_a_partition_never_holds_more_than_its_ceiling_and_one_message(
     max_messages: int, max_bytes: int, sizes: list[int]
 ) -> None:
-    """Whatever the backlog's sizes, a partition holds at most its ceiling plus one message."""
+    """A backlog whose messages grow no larger holds at most the ceiling plus one message."""
     partition = _partition(max_messages, max_bytes)
-    assert _drain(partition, sizes) <= max(max_bytes, PULL_CEILING_BYTES) + MAX_MESSAGE_BYTES
+    backlog = sorted(sizes, reverse=True)
+    held = _drain(partition, backlog, rest=backlog[-1] if backlog else MAX_MESSAGE_BYTES)
+    assert held <= max(max_bytes, PULL_CEILING_BYTES) + MAX_MESSAGE_BYTES
+
+
+def test_large_messages_behind_small_ones_overshoot_by_one_pull_at_most() -> None:
+    """The bound's stated limit: after 2 KB messages one pull may bring 1,000 of 10 MB."""
+    held = _drain(_partition(), [2048] * 51)
+    assert held <= PULL_CEILING_BYTES + MAX_PULL * MAX_MESSAGE_BYTES

@@ -22,13 +22,14 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   until the partition holds ``maxMessagesPerPartition`` messages or
   ``maxBytesPerPartition`` bytes, or a pull comes back empty; each pull's ack ids get a
   receipt extension to ``ackDeadlineSeconds`` before the rows are yielded. Memory per task
-  is bounded whatever the backlog (issue 26): the byte budget is checked between pulls,
+  is bounded for a backlog of large messages: the byte budget is checked between pulls,
   and a pull asks for no more messages than the bytes left under
-  ``max(maxBytesPerPartition, PULL_CEILING_BYTES)`` can hold at Pub/Sub's largest message
-  (``MAX_MESSAGE_BYTES``, at least one), so a task holds at most that ceiling plus one
-  message (``pull_size``): 522 MiB by default, where a backlog of 10 MB messages used to
-  put 1,000 of them, 10 GB, in one pull. Unary Pull has no byte limit of its own, so the
-  count is the only lever; with events of a few KB a pull takes 51 of them at most.
+  ``max(maxBytesPerPartition, PULL_CEILING_BYTES)`` (512 MiB by default) can hold at the
+  largest message the task has pulled so far, Pub/Sub's limit (``MAX_MESSAGE_BYTES``,
+  10 MB) before the first pull (``pull_size``). A backlog of 10 MB messages used to put
+  1,000 of them, 10 GB, in one pull; now the first pull takes 51 and the rest stay under
+  the ceiling. Unary Pull has no byte limit of its own, so the count is the only lever;
+  events of a few KB are pulled 1,000 at a time after the first pull.
 - **Nothing is acked here.** Rows carry ``ack_id`` and ``subscription``; the sink acks them
   in the task that processed them, after their outcome is durable, and extends their
   leases meanwhile (``plowline_loader.source.acking``). ``commit()`` does nothing.
@@ -181,19 +182,26 @@ class PubSubPartition(InputPartition):
     prefetched: tuple[PulledMessage, ...] = ()
 
 
-def pull_size(partition: PubSubPartition, count: int, size: int) -> int:
+def pull_size(
+    partition: PubSubPartition, count: int, size: int, largest: int = MAX_MESSAGE_BYTES
+) -> int:
     """Return how many messages the next pull asks for, holding ``count`` of ``size`` bytes.
 
     Notes:
         Pure. At least 1; at most ``MAX_PULL``, the messages left in the budget, and what the
-        bytes left under ``max(max_bytes, PULL_CEILING_BYTES)`` hold at ``MAX_MESSAGE_BYTES``
-        each: whatever the backlog, the partition's messages stay under that ceiling plus
-        one message.
+        bytes left under ``max(max_bytes, PULL_CEILING_BYTES)`` hold at ``largest`` bytes
+        each: the largest message this partition has pulled so far, ``MAX_MESSAGE_BYTES``
+        (Pub/Sub's limit) before its first pull. A backlog of large messages is met by a
+        first pull of ~51 and stays under the ceiling; a backlog of small ones is pulled
+        1,000 at a time after that first pull (a fixed 10 MB guess made every pull ~51
+        messages: ~20 times the round trips). What this does not bound: large messages
+        behind a pull of small ones (one pull can then exceed the ceiling, at most by
+        ``MAX_PULL`` messages; the pull after it is sized by them).
     """
     from plowline_loader.source.subscription import MAX_PULL
 
     ceiling = max(partition.max_bytes, PULL_CEILING_BYTES)
-    by_bytes = max(1, (ceiling - size) // MAX_MESSAGE_BYTES)
+    by_bytes = max(1, (ceiling - size) // max(1, largest))
     return max(1, min(partition.max_messages - count, MAX_PULL, by_bytes))
 
 
@@ -209,15 +217,19 @@ def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
         yield list(partition.prefetched)
     count = len(partition.prefetched)
     size = sum(message.size for message in partition.prefetched)
+    largest: int | None = None  # the probe is one message: no guide to the backlog's sizes
     timeout_s = partition.pull_timeout_s
     while count < partition.max_messages and size < partition.max_bytes:
-        pulled = subscription.pull(pull_size(partition, count, size), timeout_s)
+        asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
+        pulled = subscription.pull(asked, timeout_s)
         if not pulled:
             return
         # Receipt extension: the rows still have to reach the sink and its lease extender.
         subscription.modack([message.ack_id for message in pulled], partition.ack_deadline_s)
         count += len(pulled)
-        size += sum(message.size for message in pulled)
+        sizes = [message.size for message in pulled]
+        size += sum(sizes)
+        largest = max(largest or 0, *sizes)
         timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
         yield pulled
 
