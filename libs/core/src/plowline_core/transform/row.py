@@ -48,8 +48,11 @@ from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import decode_fields, parse
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
+from plowline_core.schema.ddl_json import InvalidSchema, check
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.field import Field
+from plowline_core.schema.legacy import NO_RULES, ColumnRules
+from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 from plowline_core.schema.mapping import field_from_schema
 from plowline_core.schema.names import column_name
 from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
@@ -92,7 +95,11 @@ class TransformedRow(NamedTuple):
 
 
 class _Plan(NamedTuple):
-    """What one (schema key, shred property) needs: its column, caster and entity type."""
+    """What one (schema key, shred property) needs: its column, caster and entity type.
+
+    ``column`` is ``""`` for an entity that has no column (2.x drops it: an empty object with
+    no additional properties, or a schema in ``skip_schemas``): its values are not written.
+    """
 
     column: str
     caster: Caster
@@ -105,9 +112,20 @@ class _Plan(NamedTuple):
 class RowBuilder:
     """Turn enriched events into BigQuery-JSON rows, resolving entity schemas once each."""
 
-    def __init__(self, resolver: Resolver, column_mode: ColumnMode = ColumnMode.FULL) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        column_mode: ColumnMode = ColumnMode.FULL,
+        *,
+        rules: ColumnRules = NO_RULES,
+    ) -> None:
         self._resolver = resolver
         self._mode = column_mode
+        self._rules = rules
+        # major mode: column name -> the model (vendor, name, model) that claimed it, and the
+        # columns two models claim (their events fail: 2.x's ClashingFieldNames).
+        self._claims: dict[str, tuple[str, str, int]] = {}
+        self._clashed: dict[str, str] = {}
         self._plans: dict[tuple[SchemaKey, ShredProperty], _Plan] = {}
         self._type_sets: dict[int, frozenset[EntityType]] = {}
         # Hot-path index by key identity: parsed events share SchemaKey objects (parse is
@@ -125,6 +143,16 @@ class RowBuilder:
     def column_mode(self) -> ColumnMode:
         """The column naming and typing rules in use."""
         return self._mode
+
+    def column_of(self, entity: EntityType) -> str | None:
+        """Return the column the rows write ``entity`` to, None before its first row or if none.
+
+        Notes:
+            In ``major`` mode that is the model's column, the key's recovery column or its
+            legacy column; the type tracker asks, so that it looks for the right column.
+        """
+        plan = self._plans.get((entity.schema, entity.shred_property))
+        return plan.column if plan is not None and plan.column else None
 
     def transform_line(self, line: str) -> TransformedRow | BadRow:
         """Parse one enriched TSV line and build its row (or its bad row).
@@ -182,7 +210,7 @@ class RowBuilder:
                 plan = known[1] if known is not None and known[0] is key else None
                 if plan is None:
                     plan = self._plan(key, shred, failures)
-                if plan is None:
+                if plan is None or not plan.column:
                     continue
                 seen |= plan.bit
                 items = data.get(plan.column)
@@ -205,7 +233,7 @@ class RowBuilder:
             plan = known[1] if known is not None and known[0] is key else None
             if plan is None:
                 plan = self._plan(key, _UNSTRUCT, failures)
-            if plan is not None:
+            if plan is not None and plan.column:
                 seen |= plan.bit
                 value = plan.caster(unstruct.data, errors)
                 if errors:
@@ -266,19 +294,94 @@ class RowBuilder:
         """Return the plan of an entity type, resolving and compiling it on first sight."""
         plan = self._plans.get((key, shred))
         if plan is None:
-            resolution = self._resolver.resolve(key)
-            if isinstance(resolution, SchemaNotFound):
-                failures.append(resolution.to_failure())
-                return None
-            bit = 1 << len(self._plans)
-            plan = _compile(key, resolution.schema, shred, self._mode, bit)
+            if self._mode is ColumnMode.MAJOR:
+                plan = self._major_plan(key, shred, failures)
+                if plan is None:
+                    return None
+            else:
+                resolution = self._resolver.resolve(key)
+                if isinstance(resolution, SchemaNotFound):
+                    failures.append(resolution.to_failure())
+                    return None
+                bit = 1 << len(self._plans)
+                plan = _compile(key, resolution.schema, shred, self._mode, bit)
             self._plans[(key, shred)] = plan
-            self._by_uri[shred][plan.uri] = plan
+            if plan.column:
+                self._by_uri[shred][plan.uri] = plan
         if len(self._by_identity) >= _IDENTITY_CAP:
             self._by_identity.clear()
         # The entry holds the key itself, so its id cannot be reused while the entry lives.
         self._by_identity[(id(key), shred)] = (key, plan)
         return plan
+
+    def _major_plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> _Plan | None:
+        """Return the 2.x plan of a key: skipped, legacy, merged or recovery column (``major``)."""
+        if self._rules.skips(key):
+            return _Plan("", _skipped, EntityType(key, shred), key.to_uri(), None, 0)
+        try:
+            if self._rules.legacy(key):
+                return self._legacy_plan(key, shred, failures)
+            major = major_column(key, shred, self._resolver)
+        except InvalidSchema:
+            failures.append({"schemaKey": key.to_uri(), "message": INVALID_SCHEMA_MESSAGE})
+            return None
+        if isinstance(major, SchemaNotFound):
+            failures.append(major.to_failure())
+            return None
+        if major.field is None:
+            return _Plan("", _skipped, EntityType(key, shred), key.to_uri(), None, 0)
+        main = column_name(key, shred, ColumnMode.MAJOR)
+        clash = self._clash(main, (key.vendor, key.name, key.version.model))
+        if clash is not None:
+            failures.append({"schemaKey": key.to_uri(), "message": clash})
+            return None
+        bit = 1 << len(self._plans)
+        return _compile(key, major.schema, shred, self._mode, bit, major.column)
+
+    def _legacy_plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> _Plan | None:
+        """Return the 1.x plan 2.x uses for a legacy schema (``schema.legacy``).
+
+        Raises:
+            InvalidSchema: the schema does not decode as JSON Schema.
+        """
+        resolution = self._resolver.resolve(key)
+        if isinstance(resolution, SchemaNotFound):
+            failures.append(resolution.to_failure())
+            return None
+        check(resolution.schema)
+        bit = 1 << len(self._plans)
+        return _compile(key, resolution.schema, shred, ColumnMode.FULL, bit)
+
+    def _clash(self, column: str, model: tuple[str, str, int]) -> str | None:
+        """Claim ``column`` for ``model``; return the clash message when another model has it.
+
+        Notes:
+            From the clash on, the events of both models fail (their cached plans are
+            dropped), not only those of the later one: which one came first is chance.
+        """
+        clashed = self._clashed.get(column)
+        if clashed is not None:
+            return clashed
+        owner = self._claims.setdefault(column, model)
+        if owner == model:
+            return None
+        names = ", ".join(f"{vendor}.{name}" for vendor, name, _ in sorted({owner, model}))
+        message = f"schemas [{names}] have clashing column names"
+        self._clashed[column] = message
+        self._forget(column)
+        return message
+
+    def _forget(self, column: str) -> None:
+        """Drop the cached plans writing to ``column`` (its recovery columns included)."""
+        for pair, plan in list(self._plans.items()):
+            if plan.column == column or plan.column.startswith(f"{column}_recovered_"):
+                del self._plans[pair]
+                self._by_uri[pair[1]].pop(plan.uri, None)
+        self._by_identity.clear()
 
     def _types_of(self, seen: int) -> frozenset[EntityType]:
         types = frozenset(plan.entity_type for plan in self._plans.values() if plan.bit & seen)
@@ -318,10 +421,15 @@ def _fused_contexts(
 
 
 def _compile(
-    key: SchemaKey, schema: Mapping[str, Any], shred: ShredProperty, mode: ColumnMode, bit: int
+    key: SchemaKey,
+    schema: Mapping[str, Any],
+    shred: ShredProperty,
+    mode: ColumnMode,
+    bit: int,
+    column: str | None = None,
 ) -> _Plan:
-    """Resolve the column and compile the caster of one entity type."""
-    column = column_name(key, shred, mode)
+    """Compile the caster of one entity type writing to ``column`` (default: its own)."""
+    column = column or column_name(key, shred, mode)
     # The raw-named field (schema-ddl Field.build): the caster looks keys up by raw name and
     # writes normalised names, as loader 1.x does. The column itself is the mutator's business.
     field = field_from_schema(column, schema, False, mode)
@@ -335,6 +443,11 @@ def _compile(
         caster = element_caster_for(field, mode)
     entity_type = EntityType(key, shred)
     return _Plan(column, caster, entity_type, key.to_uri(), version, bit)
+
+
+def _skipped(value: Any, errors: list[CastError]) -> Any:
+    """The caster of an entity without a column: never called (its plan's column is empty)."""
+    return None
 
 
 def _without_schema_version(field: Field) -> Field:
