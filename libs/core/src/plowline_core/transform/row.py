@@ -6,6 +6,14 @@ insertion time. Contexts of the same column share one array; a schema found in b
 ``contexts`` and ``derived_contexts`` gets both sets of items, contexts first (loader 2.x
 behaviour; loader 1.x let the derived ones overwrite the others, losing data).
 
+Column mode ``major`` (loader 2.x): each entity goes where 2.x routes it
+(``schema.major``): the model's column (its minor versions merged up to the entity's), the
+version's recovery column when it cannot merge, its 1.x column when ``rules`` make it legacy,
+or nowhere (2.x adds no column: an empty closed object, or a schema ``rules`` skip). A schema
+that does not decode as JSON Schema, and two models whose columns share a name, are Iglu
+failures of the events that carry them (``{"schemaKey", "message"}`` items); from a clash on,
+both models' events fail.
+
 Outcomes:
     ``TransformedRow``    every entity resolved and cast cleanly
     ``IgluErrorRow``      a schema was not found, or values did not fit: every failure of
@@ -48,14 +56,13 @@ from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import decode_fields, parse
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
-from plowline_core.schema.ddl_json import InvalidSchema, check
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.field import Field
 from plowline_core.schema.legacy import NO_RULES, ColumnRules
-from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 from plowline_core.schema.mapping import field_from_schema
 from plowline_core.schema.names import column_name
 from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
+from plowline_core.transform.routing import NOWHERE, MajorRouter
 
 LOAD_TSTAMP_AUTO = "AUTO"
 SCHEMA_VERSION_FIELD = "_schema_version"
@@ -121,11 +128,7 @@ class RowBuilder:
     ) -> None:
         self._resolver = resolver
         self._mode = column_mode
-        self._rules = rules
-        # major mode: column name -> the model (vendor, name, model) that claimed it, and the
-        # columns two models claim (their events fail: 2.x's ClashingFieldNames).
-        self._claims: dict[str, tuple[str, str, int]] = {}
-        self._clashed: dict[str, str] = {}
+        self._router = MajorRouter(resolver, rules)
         self._plans: dict[tuple[SchemaKey, ShredProperty], _Plan] = {}
         self._type_sets: dict[int, frozenset[EntityType]] = {}
         # Hot-path index by key identity: parsed events share SchemaKey objects (parse is
@@ -317,63 +320,16 @@ class RowBuilder:
     def _major_plan(
         self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
     ) -> _Plan | None:
-        """Return the 2.x plan of a key: skipped, legacy, merged or recovery column (``major``)."""
-        if self._rules.skips(key):
-            return _Plan("", _skipped, EntityType(key, shred), key.to_uri(), None, 0)
-        try:
-            if self._rules.legacy(key):
-                return self._legacy_plan(key, shred, failures)
-            major = major_column(key, shred, self._resolver)
-        except InvalidSchema:
-            failures.append({"schemaKey": key.to_uri(), "message": INVALID_SCHEMA_MESSAGE})
+        """Return the 2.x plan of a key (``routing``): its column, or none, or a failure."""
+        route = self._router.route(key, shred, failures)
+        for column in self._router.take_clashed():
+            self._forget(column)
+        if route is None:
             return None
-        if isinstance(major, SchemaNotFound):
-            failures.append(major.to_failure())
-            return None
-        if major.field is None:
-            return _Plan("", _skipped, EntityType(key, shred), key.to_uri(), None, 0)
-        main = column_name(key, shred, ColumnMode.MAJOR)
-        clash = self._clash(main, (key.vendor, key.name, key.version.model))
-        if clash is not None:
-            failures.append({"schemaKey": key.to_uri(), "message": clash})
-            return None
+        if route.column == NOWHERE:
+            return _Plan(NOWHERE, _skipped, EntityType(key, shred), key.to_uri(), None, 0)
         bit = 1 << len(self._plans)
-        return _compile(key, major.schema, shred, self._mode, bit, major.column)
-
-    def _legacy_plan(
-        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
-    ) -> _Plan | None:
-        """Return the 1.x plan 2.x uses for a legacy schema (``schema.legacy``).
-
-        Raises:
-            InvalidSchema: the schema does not decode as JSON Schema.
-        """
-        resolution = self._resolver.resolve(key)
-        if isinstance(resolution, SchemaNotFound):
-            failures.append(resolution.to_failure())
-            return None
-        check(resolution.schema)
-        bit = 1 << len(self._plans)
-        return _compile(key, resolution.schema, shred, ColumnMode.FULL, bit)
-
-    def _clash(self, column: str, model: tuple[str, str, int]) -> str | None:
-        """Claim ``column`` for ``model``; return the clash message when another model has it.
-
-        Notes:
-            From the clash on, the events of both models fail (their cached plans are
-            dropped), not only those of the later one: which one came first is chance.
-        """
-        clashed = self._clashed.get(column)
-        if clashed is not None:
-            return clashed
-        owner = self._claims.setdefault(column, model)
-        if owner == model:
-            return None
-        names = ", ".join(f"{vendor}.{name}" for vendor, name, _ in sorted({owner, model}))
-        message = f"schemas [{names}] have clashing column names"
-        self._clashed[column] = message
-        self._forget(column)
-        return message
+        return _compile(key, route.schema, shred, route.mode, bit, route.column)
 
     def _forget(self, column: str) -> None:
         """Drop the cached plans writing to ``column`` (its recovery columns included)."""
