@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -83,3 +84,29 @@ def test_resolver_probes_when_no_repository_lists() -> None:
     key = SchemaKey.parse("iglu:com.acme/shoe/jsonschema/1-0-1")
     assert resolver.versions_up_to(key) == ()
     assert "https://iglu.acme.com/api/schemas/com.acme/shoe/jsonschema/1-0-0" in seen
+
+
+class _CountingListing(EmbeddedRegistry):
+    """An embedded registry that counts its listings."""
+
+    calls = 0
+
+    def list_versions(self, vendor: str, name: str, format: str, model: int) -> Any:
+        """Count, then list."""
+        type(self).calls += 1
+        return super().list_versions(vendor, name, format, model)
+
+
+def test_listing_is_cached_until_a_newer_version_appears(tmp_path: Path) -> None:
+    """A second key of the model reuses the listing; a version the listing lacks lists again."""
+    _embedded(tmp_path, ["1-0-0", "1-0-1"])
+    registry = _CountingListing("local", tmp_path)
+    ref = RepositoryRef("local", 0, (), EmbeddedConnection(str(tmp_path)))
+    resolver = Resolver([(ref, registry)], FixedClock(datetime(2026, 1, 1, tzinfo=UTC)))
+    resolver.versions_up_to(SchemaKey.parse("iglu:com.acme/shoe/jsonschema/1-0-1"))
+    resolver.versions_up_to(SchemaKey.parse("iglu:com.acme/shoe/jsonschema/1-0-0"))
+    cached = _CountingListing.calls
+    folder = tmp_path / "schemas" / "com.acme" / "shoe" / "jsonschema"
+    (folder / "1-1-0").write_bytes(orjson.dumps(SCHEMA))
+    newer = resolver.versions_up_to(SchemaKey.parse("iglu:com.acme/shoe/jsonschema/1-1-0"))
+    assert (1, 2, SchemaVer(1, 1, 0)) == (cached, _CountingListing.calls, newer[-1])

@@ -111,6 +111,10 @@ class Resolver:
         self._ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
         # key -> (resolution, expiry or None); insertion order is recency order.
         self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
+        # (vendor, name, format, model) -> (listed versions, expiry): listings, same TTL.
+        self._listings: dict[
+            tuple[str, str, str, int], tuple[frozenset[SchemaVer], datetime | None]
+        ] = {}
         self.outages = outages or OutageLedger()
 
     @classmethod
@@ -146,27 +150,49 @@ class Resolver:
         """Return the versions of ``key``'s model up to ``key.version``, ascending.
 
         Notes:
-            The union of what the repositories that can list answer; by look-ups in SchemaVer
+            The union of what the repositories that can list answer (cached as schemas are,
+            and listed again for a version the cached listing lacks); by look-ups in SchemaVer
             order when none can (see the module notes). ``key.version`` itself is included
             only when it resolves.
 
         Raises:
             RegistryUnavailable: a repository could not answer.
         """
-        listed: set[SchemaVer] = set()
-        listing = False
-        for _, registry in self._ordered(key):
-            if isinstance(registry, ListingRegistry):
-                found = registry.list_versions(key.vendor, key.name, key.format, key.version.model)
-                if found is not None:
-                    listing = True
-                    listed.update(v for v in found if v.model == key.version.model)
-        if not listing:
+        listed = self._listed(key)
+        if listed is None:
             return self._probe(key)
         versions = {v for v in listed if v < key.version}
         if isinstance(self.resolve(key), ResolvedSchema):
             versions.add(key.version)
         return tuple(sorted(versions))
+
+    def _listed(self, key: SchemaKey) -> frozenset[SchemaVer] | None:
+        """Return the union of the listing repositories' answers, None when none can list.
+
+        Notes:
+            Cached for ``cache_ttl`` like a schema, and listed again when the key is a
+            version the cached listing does not hold (a version published since).
+        """
+        model = (key.vendor, key.name, key.format, key.version.model)
+        cached = self._listings.get(model)
+        now = self._clock.now()
+        fresh = cached is not None and (cached[1] is None or now < cached[1])
+        if cached is not None and fresh and key.version in cached[0]:
+            return cached[0]
+        listed: set[SchemaVer] = set()
+        listing = False
+        for _, registry in self._ordered(key):
+            if isinstance(registry, ListingRegistry):
+                found = registry.list_versions(*model)
+                if found is not None:
+                    listing = True
+                    listed.update(v for v in found if v.model == key.version.model)
+        if not listing:
+            return None
+        versions = frozenset(listed)
+        if self._cache_size > 0:
+            self._listings[model] = (versions, None if self._ttl is None else now + self._ttl)
+        return versions
 
     def _probe(self, key: SchemaKey) -> tuple[SchemaVer, ...]:
         target = key.version
