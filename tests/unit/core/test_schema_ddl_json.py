@@ -114,3 +114,23 @@ def test_recovery_hash_ignores_keys_schema_ddl_drops() -> None:
     """Two schemas differing only in self and title hash alike."""
     base = {"type": "object", "properties": {"colour": {"type": "string"}}}
     assert recovery_hash(base) == recovery_hash({**base, "title": "t", "self": {"name": "x"}})
+
+
+def test_every_iglu_central_json_schema_decodes() -> None:
+    """No JSON Schema of Iglu Central is refused: InvalidSchema fails events, so no false alarms."""
+    from pathlib import Path
+
+    import orjson
+    from plowline_core.schema.ddl_json import check
+
+    root = Path(__file__).resolve().parents[4] / "shared" / "iglu-central" / "schemas"
+    paths = sorted(root.glob("*/*/jsonschema/*"))
+    if not paths:
+        pytest.skip("Iglu Central is not checked out in ../shared/iglu-central")
+    refused = []
+    for path in paths:
+        try:
+            check(orjson.loads(path.read_bytes()))
+        except InvalidSchema:
+            refused.append(path.name)
+    assert refused == []
