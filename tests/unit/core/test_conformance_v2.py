@@ -28,6 +28,7 @@ from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.schema.legacy import ColumnRules, legacy_field
 from plowline_core.schema.major import MajorColumn, major_column
+from plowline_core.schema.mapping_v2 import field_from_schema_v2
 from plowline_core.testing.clock import FixedClock
 from plowline_core.transform.cast import cast
 
@@ -297,3 +298,20 @@ def test_legacy_columns_cases() -> None:
     judged = {k: v for k, v in verdicts.items() if v is not None}
     print(f"\nlegacy_columns.json: {sum(judged.values())}/{len(judged)} resolve cases matched")
     assert [k for k, v in judged.items() if not v] == []
+
+
+_BQ = {"INT64": "INTEGER", "FLOAT64": "FLOAT", "BOOL": "BOOLEAN", "STRUCT": "RECORD"}
+
+
+def _suggestion_verdict(case: dict[str, Any]) -> bool:
+    field = field_from_schema_v2("x", case["input"]["schema"], False)
+    wanted = case["expected"]["bq_type_derived"]
+    return field is not None and field.type.value == _BQ.get(wanted, wanted)
+
+
+def test_ddl_types_suggestions() -> None:
+    """Every type suggestion of ddl_types.json gives 2.x's BigQuery type."""
+    data = json.loads((_folder() / "ddl_types.json").read_text())
+    verdicts = {case["id"]: _suggestion_verdict(case) for case in data["suggestions"]}
+    print(f"\nddl_types.json: {sum(verdicts.values())}/{len(verdicts)} suggestions matched")
+    assert [k for k, v in verdicts.items() if not v] == []

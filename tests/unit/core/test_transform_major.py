@@ -210,3 +210,13 @@ def test_column_of_names_the_recovery_column_the_rows_use() -> None:
     before = builder.column_of(entity)
     builder.build(_event(("iglu:com.acme/basket/jsonschema/1-0-1", {"id": 1})))
     assert (before, builder.column_of(entity)) == (None, RECOVERY)
+
+
+def test_bignumeric_field_takes_numbers() -> None:
+    """A decimal with ten places is BIGNUMERIC and its values are numbers, not a WrongType."""
+    from plowline_core.schema.field import Field, FieldType, Mode
+    from plowline_core.transform.cast import cast
+
+    field = Field("x", FieldType.BIGNUMERIC, Mode.REQUIRED)
+    result = cast(field, 0.0000000001, ColumnMode.MAJOR)
+    assert (result.value, tuple(result.errors)) == (0.0000000001, ())

@@ -16,7 +16,9 @@ from plowline_core.transform.problems import Caster, CastError, WrongType
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-NUMERIC_TYPES = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
+NUMERIC_TYPES = frozenset(
+    {FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC, FieldType.BIGNUMERIC}
+)
 """Column types whose JSON value is a number."""
 
 # The type names of WrongType, read once (an enum's ``.value`` is slow on the error path).
@@ -176,6 +178,7 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
         FieldType.INTEGER: _integer,
         FieldType.FLOAT: _number(FieldType.FLOAT),
         FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC),
         FieldType.TIMESTAMP: _any_string(FieldType.TIMESTAMP),
         FieldType.DATE: _any_string(FieldType.DATE),
         FieldType.RECORD: _wrong(FieldType.RECORD),
@@ -187,6 +190,7 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
         FieldType.INTEGER: _v2_integer,
         FieldType.FLOAT: _number(FieldType.FLOAT, ColumnMode.MAJOR),
         FieldType.NUMERIC: _number(FieldType.NUMERIC, ColumnMode.MAJOR),
+        FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC, ColumnMode.MAJOR),
         FieldType.TIMESTAMP: _iso_timestamp,
         FieldType.DATE: _iso_date,
         FieldType.RECORD: _wrong(FieldType.RECORD, ColumnMode.MAJOR),
