@@ -220,3 +220,35 @@ def test_bignumeric_field_takes_numbers() -> None:
     field = Field("x", FieldType.BIGNUMERIC, Mode.REQUIRED)
     result = cast(field, 0.0000000001, ColumnMode.MAJOR)
     assert (result.value, tuple(result.errors)) == (0.0000000001, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "fits"),
+    [
+        pytest.param("12.34", True, id="two-places"),
+        pytest.param("87.90000", True, id="trailing-zeros"),
+        pytest.param("1234567890.12", True, id="ten-digits"),
+        pytest.param("12.3456", False, id="four-places"),
+        pytest.param("10000000000000000", False, id="seventeen-digits"),
+    ],
+)
+def test_money_fields_must_fit_numeric_18_2(text: str, fits: bool) -> None:
+    """A money value with more than 2 places or 16 integer digits fails the event, as in 2.x."""
+    from plowline_core.testing.tsv import enriched_line
+
+    result = _builder().transform_line(enriched_line(tr_total=text, ti_price=text))
+    if fits:
+        assert isinstance(result, TransformedRow), result
+        return
+    assert isinstance(result, IgluErrorRow)
+    failures = [(f["schemaKey"], f["expected"]) for f in result.failures]
+    atomic = ("iglu:com.snowplowanalytics.snowplow/atomic/jsonschema/1-0-0", "Decimal(Digits18,2)")
+    assert [atomic, atomic] == failures
+
+
+def test_money_fields_are_not_checked_in_full_mode() -> None:
+    """Loader 1.x columns are FLOAT: four places load as they are."""
+    from plowline_core.testing.tsv import enriched_line
+
+    builder = RowBuilder(_builder()._resolver)
+    assert isinstance(builder.transform_line(enriched_line(tr_total="12.3456")), TransformedRow)

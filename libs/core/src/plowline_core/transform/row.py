@@ -12,7 +12,8 @@ version's recovery column when it cannot merge, its 1.x column when ``rules`` ma
 or nowhere (2.x adds no column: an empty closed object, or a schema ``rules`` skip). A schema
 that does not decode as JSON Schema, and two models whose columns share a name, are Iglu
 failures of the events that carry them (``{"schemaKey", "message"}`` items); from a clash on,
-both models' events fail.
+both models' events fail. A money field that does not fit NUMERIC(18, 2) is a WrongType
+against the atomic schema (``money``).
 
 Outcomes:
     ``TransformedRow``    every entity resolved and cast cleanly
@@ -62,6 +63,7 @@ from plowline_core.schema.legacy import NO_RULES, ColumnRules
 from plowline_core.schema.mapping import field_from_schema
 from plowline_core.schema.names import column_name
 from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
+from plowline_core.transform.money import money_failures
 from plowline_core.transform.routing import NOWHERE, MajorRouter
 
 LOAD_TSTAMP_AUTO = "AUTO"
@@ -243,6 +245,10 @@ class RowBuilder:
                     failures.extend(error.to_failure(plan.uri) for error in errors)
                 else:
                     data[plan.column] = value
+        if self._mode is ColumnMode.MAJOR:
+            unfit = money_failures(data)
+            if unfit:
+                failures[:0] = unfit  # atomic first, as 2.x lists them
         if failures:
             return IgluErrorRow(tuple(failures), event_payload(event))
         types = self._type_sets.get(seen)
@@ -262,6 +268,8 @@ class RowBuilder:
         Notes:
             Writes into ``data`` (the line's atomic values) and only ever appends keys.
         """
+        if self._mode is ColumnMode.MAJOR and money_failures(data):
+            return None  # the careful path makes the bad row
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         errors: list[CastError] = []
         seen = 0
