@@ -63,6 +63,21 @@ def test_field_from_schema_v1_reads_odd_schemas_as_string(schema: Any, expected:
             Field("x", FieldType.FLOAT),
             id="unbounded-decimal",
         ),
+        pytest.param(
+            {"type": "number", "minimum": -1, "maximum": 1, "multipleOf": 0.000000001},
+            Field("x", FieldType.NUMERIC),
+            id="scale-9-numeric",
+        ),
+        pytest.param(
+            {"type": "number", "minimum": -1, "maximum": 1, "multipleOf": 0.0000000001},
+            Field("x", FieldType.BIGNUMERIC),
+            id="scale-10-bignumeric",
+        ),
+        pytest.param(
+            {"enum": [0.5, 0.0000000001]},
+            Field("x", FieldType.BIGNUMERIC),
+            id="enum-scale-10-bignumeric",
+        ),
     ],
 )
 def test_field_from_schema_v2(schema: Any, expected: Field) -> None:

@@ -20,9 +20,10 @@ from enum import StrEnum
 from typing import Any
 
 from plowline_core.errors import ConfigError
-from plowline_core.iglu.key import SchemaKey, SchemaVer
+from plowline_core.iglu.key import SchemaCriterion, SchemaKey, SchemaVer
 from plowline_core.iglu.validation import check_self_describing
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.legacy import ColumnRules
 
 BIGQUERY_CONFIG_KEY = SchemaKey(
     "com.snowplowanalytics.snowplow.storage", "bigquery_config", "jsonschema", SchemaVer(1, 0, 0)
@@ -113,6 +114,10 @@ class LoaderOptions:
         parallelism: concurrent pull/insert tasks (Spark partitions).
         max_bad_row_bytes: a bad row larger than this becomes a ``size_violation``
             (Pub/Sub's message limit is 10 MB).
+        legacy_columns: (``major``) schemas written as 1.x columns (2.x ``legacyColumns``).
+        legacy_column_mode: (``major``) every schema written as a 1.x column (2.x
+            ``legacyColumnMode``).
+        skip_schemas: (``major``) schemas left out of rows and table (2.x ``skipSchemas``).
     """
 
     column_mode: ColumnMode = ColumnMode.FULL
@@ -120,6 +125,14 @@ class LoaderOptions:
     max_batch_bytes: int = 5_000_000
     parallelism: int = 2
     max_bad_row_bytes: int = 6_900_000
+    legacy_columns: tuple[SchemaCriterion, ...] = ()
+    legacy_column_mode: bool = False
+    skip_schemas: tuple[SchemaCriterion, ...] = ()
+
+    @property
+    def column_rules(self) -> ColumnRules:
+        """The 2.x per-schema switches, as the row builder and the mutator take them."""
+        return ColumnRules(self.skip_schemas, self.legacy_columns, self.legacy_column_mode)
 
     def __post_init__(self) -> None:
         _coerce_column_mode(self)

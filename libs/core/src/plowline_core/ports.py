@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.key import SchemaKey, SchemaVer
 from plowline_core.schema.field import Field
 
 
@@ -38,6 +38,21 @@ class Registry(Protocol):
 
         Raises:
             RegistryUnavailable: the repository could not answer (timeout, 5xx, bad JSON).
+        """
+        ...
+
+
+@runtime_checkable
+class ListingRegistry(Protocol):
+    """A repository that can list the versions of a model (embedded; Iglu Server over HTTP)."""
+
+    def list_versions(
+        self, vendor: str, name: str, format: str, model: int
+    ) -> Sequence[SchemaVer] | None:
+        """Return the model's versions it holds, or None when it cannot list (static HTTP).
+
+        Raises:
+            RegistryUnavailable: the repository could not answer.
         """
         ...
 

@@ -41,6 +41,7 @@ from plowline_core.iglu.config import ResolverConfig, parse_not_found
 from plowline_core.iglu.resolver import Resolver
 from plowline_core.ports import RowSink, TableSchemaStore
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.legacy import NO_RULES, ColumnRules
 from plowline_core.transform.row import RowBuilder
 
 from plowline_loader.exactly_once import DistinctRowSink
@@ -94,6 +95,7 @@ class WorkerConfig:
     staging_bucket: str | None = None
     ledger_table: str | None = None
     iglu_not_found: str | None = None
+    column_rules: ColumnRules = NO_RULES  # 2.x skipSchemas / legacyColumns (major mode)
 
     @property
     def exactly_once(self) -> bool:
@@ -211,10 +213,11 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         bad_rows=RequestPublisher(publisher, config.topic(bigquery.bad_rows)),
         failed_inserts=RequestPublisher(publisher, config.topic(bigquery.failed_inserts)),
     )
+    builder = RowBuilder(build_resolver(config), config.column_mode, rules=config.column_rules)
     return BatchProcessor(
-        RowBuilder(build_resolver(config), config.column_mode),
+        builder,
         destinations,
-        TypeTracker(config.column_mode),
+        TypeTracker(config.column_mode, routes=builder.column_of),
         clock,
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),

@@ -16,7 +16,7 @@ Notes:
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 
 from plowline_core.schema.entity import ColumnMode, EntityType
@@ -30,9 +30,14 @@ class TypeTracker:
     """Pick the entity types worth publishing now and remember the ones published."""
 
     def __init__(
-        self, column_mode: ColumnMode, republish_after_s: float = DEFAULT_REPUBLISH_AFTER_S
+        self,
+        column_mode: ColumnMode,
+        republish_after_s: float = DEFAULT_REPUBLISH_AFTER_S,
+        *,
+        routes: Callable[[EntityType], str | None] | None = None,
     ) -> None:
         self._mode = column_mode
+        self._routes = routes
         self._republish_after_s = republish_after_s
         self._published: dict[EntityType, datetime] = {}
         self._columns: dict[EntityType, str] = {}
@@ -40,10 +45,17 @@ class TypeTracker:
         self._lock = threading.Lock()
 
     def column_of(self, entity: EntityType) -> str:
-        """Return the table column that holds ``entity`` (lower case)."""
+        """Return the table column that holds ``entity`` (lower case).
+
+        Notes:
+            ``routes`` (the row builder's ``column_of``) names the column the rows use: in
+            ``major`` mode a recovery or legacy column, not the model's column.
+        """
         column = self._columns.get(entity)
         if column is None:
-            column = column_name(entity.schema, entity.shred_property, self._mode).lower()
+            routed = self._routes(entity) if self._routes is not None else None
+            name = routed or column_name(entity.schema, entity.shred_property, self._mode)
+            column = name.lower()
             self._columns[entity] = column
         return column
 

@@ -39,6 +39,7 @@ from plowline_core.errors import PermanentError, RegistryUnavailable, TransientE
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import SchemaNotFound
 from plowline_core.ports import TableSchemaStore
+from plowline_core.schema.ddl_json import InvalidSchema
 from plowline_core.schema.entity import EntityType, ShredProperty
 from plowline_core.schema.limits import illegal_names
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -185,9 +186,14 @@ def build_api(context: ApiContext) -> FastAPI:
         shred_property: Annotated[ShredProperty, Query(alias="shredProperty")],
     ) -> JSONResponse:
         """Return the column the mutator would add for a schema; nothing is written."""
-        column = context.mutator.column_for(EntityType(SchemaKey.parse(schema), shred_property))
+        try:
+            column = context.mutator.column_for(EntityType(SchemaKey.parse(schema), shred_property))
+        except InvalidSchema as error:
+            raise HTTPException(422, f"invalid_schema: {error}") from error
         if isinstance(column, SchemaNotFound):
             raise HTTPException(404, f"schema not found: {schema}")
+        if column is None:
+            raise HTTPException(422, f"no_column: 2.x adds no column for {schema}")
         problems = illegal_names(column)
         if problems:
             raise HTTPException(422, f"illegal_name: {'; '.join(problems)}")

@@ -40,9 +40,12 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolution, SchemaNotFound
 from plowline_core.ports import TableSchemaStore
 from plowline_core.schema.columns import column_field
+from plowline_core.schema.ddl_json import InvalidSchema, check
 from plowline_core.schema.entity import ColumnMode, EntityType
 from plowline_core.schema.field import Field
+from plowline_core.schema.legacy import NO_RULES, ColumnRules, legacy_field
 from plowline_core.schema.limits import MAX_LEAF_FIELDS, illegal_names, split_at_limit
+from plowline_core.schema.major import major_column
 from plowline_core.schema.widening import Conflict, WideningPlan, plan_widening
 
 _log = structlog.get_logger("plowline.mutator")
@@ -60,6 +63,7 @@ class Rejection(StrEnum):
     """Why a column can never be added to the table as it is."""
 
     ILLEGAL_NAME = "illegal_name"
+    INVALID_SCHEMA = "invalid_schema"
     COLUMN_LIMIT = "column_limit"
     REFUSED = "refused"
 
@@ -119,8 +123,11 @@ class Mutator:
         schema_store: TableSchemaStore,
         column_mode: ColumnMode,
         lock: AbstractContextManager[Any],
+        *,
+        rules: ColumnRules = NO_RULES,
     ) -> None:
         self._resolver = resolver
+        self._rules = rules
         self._store = schema_store
         self._mode = column_mode
         self._lock = lock
@@ -136,16 +143,46 @@ class Mutator:
         """Return the types whose columns this process built, by lower-cased column name."""
         return dict(self._seen)
 
-    def column_for(self, entity: EntityType) -> Field | SchemaNotFound:
-        """Return the column an entity type needs (no table access), or SchemaNotFound.
+    def column_for(self, entity: EntityType) -> Field | SchemaNotFound | None:
+        """Return the column an entity type needs (no table access), SchemaNotFound, or None.
+
+        None: the type needs no column (``major`` mode: 2.x adds none for an object without
+        properties, nor for a schema ``rules`` skip). In ``major`` mode the column is the
+        model's minor versions merged up to the type's, the type's recovery column
+        (``plowline_core.schema.major``), or its 1.x column when ``rules`` make it legacy
+        (``plowline_core.schema.legacy``).
 
         Raises:
             RegistryUnavailable: a repository could not answer.
+            InvalidSchema: (``major``) a version up to the type's does not decode as JSON Schema.
         """
+        if self._mode is ColumnMode.MAJOR:
+            if self._rules.skips(entity.schema):
+                return None
+            if self._rules.legacy(entity.schema):
+                return self._legacy_column(entity)
+            major = major_column(entity.schema, entity.shred_property, self._resolver)
+            if isinstance(major, SchemaNotFound):
+                return major
+            column = major.field
+            if column is None:
+                return None
+        else:
+            resolution = self._resolver.resolve(entity.schema)
+            if isinstance(resolution, SchemaNotFound):
+                return resolution
+            column = column_field(
+                entity.schema, resolution.schema, entity.shred_property, self._mode
+            )
+        self._seen[column.name.lower()] = entity
+        return column
+
+    def _legacy_column(self, entity: EntityType) -> Field | SchemaNotFound:
         resolution = self._resolver.resolve(entity.schema)
         if isinstance(resolution, SchemaNotFound):
             return resolution
-        column = column_field(entity.schema, resolution.schema, entity.shred_property, self._mode)
+        check(resolution.schema)
+        column = legacy_field(entity.schema, resolution.schema, entity.shred_property)
         self._seen[column.name.lower()] = entity
         return column
 
@@ -160,7 +197,13 @@ class Mutator:
         unknown: list[EntityType] = []
         rejected: list[Rejected] = []
         for entity in dict.fromkeys(types):
-            column = self.column_for(entity)
+            try:
+                column = self.column_for(entity)
+            except InvalidSchema as error:
+                rejected.append(Rejected(entity, Rejection.INVALID_SCHEMA, str(error)))
+                continue
+            if column is None:
+                continue
             if isinstance(column, SchemaNotFound):
                 _log.warning(
                     "schema not found",

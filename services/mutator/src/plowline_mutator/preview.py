@@ -23,7 +23,9 @@ from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolution, SchemaNotFound
 from plowline_core.schema.columns import column_field
+from plowline_core.schema.ddl_json import InvalidSchema
 from plowline_core.schema.entity import ColumnMode, ShredProperty
+from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -144,7 +146,17 @@ def _preview_one(
     if isinstance(resolution, SchemaNotFound):
         tried = ", ".join(attempt.repository for attempt in resolution.lookup_history)
         return {"schema": uri, "error": f"schema not found (looked up in: {tried or 'none'})"}
-    return column_field(key, resolution.schema, shred, mode).to_api()
+    if mode is not ColumnMode.MAJOR:
+        return column_field(key, resolution.schema, shred, mode).to_api()
+    try:
+        major = major_column(key, shred, resolver)
+    except InvalidSchema as error:
+        return {"schema": uri, "error": f"{INVALID_SCHEMA_MESSAGE}: {error}"}
+    except RegistryUnavailable as error:
+        return {"schema": uri, "error": f"registry unavailable: {error}"}
+    if isinstance(major, SchemaNotFound) or major.field is None:
+        return {"schema": uri, "column": None, "note": "2.x adds no column for this schema"}
+    return major.field.to_api()
 
 
 def _expand(arguments: Iterable[str], stdin: TextIO) -> Iterator[str]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 from plowline_core.errors import ConfigError, RegistryUnavailable
-from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.key import SchemaKey, SchemaVer
 
 
 class EmbeddedRegistry:
@@ -51,6 +51,27 @@ class EmbeddedRegistry:
         except OSError as error:
             raise RegistryUnavailable(f"{self._name}: cannot read {location}: {error}") from error
         return _schema_object(self._name, location, content)
+
+    def list_versions(
+        self, vendor: str, name: str, format: str, model: int
+    ) -> Sequence[SchemaVer] | None:
+        """Return the versions of the model held as files (``M-R-A`` names; others ignored)."""
+        folder = self._root / vendor / name / format
+        try:
+            names = [entry.name for entry in folder.iterdir() if entry.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as error:
+            raise RegistryUnavailable(f"{self._name}: cannot list {folder}: {error}") from error
+        versions: list[SchemaVer] = []
+        for entry in names:
+            try:
+                version = SchemaVer.parse(entry)
+            except ValueError:
+                continue
+            if version.model == model:
+                versions.append(version)
+        return sorted(versions)
 
 
 def _plain_segment(part: str) -> bool:

@@ -8,6 +8,9 @@
 a body that is not a JSON object       → retried with backoff, then RegistryUnavailable
 a body still arriving after
 ``2 * timeout``, or over ``MAX_SCHEMA_BYTES`` → retried with backoff, then RegistryUnavailable
+list_versions: ``GET {uri}/schemas/{vendor}/{name}/{format}/{model}``, Iglu Server's list of
+the model's schema URIs; any answer but a 200 with a JSON array (a static registry answers
+404 or a directory page) → None: the registry cannot list.
 a redirect from https to http, more
 than ``MAX_REDIRECTS`` redirects        → RegistryUnavailable at once
 any other status                       → RegistryUnavailable at once
@@ -31,13 +34,13 @@ Notes:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 import orjson
 from plowline_core.errors import RegistryUnavailable
-from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.key import SchemaKey, SchemaVer
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -106,6 +109,42 @@ class HttpRegistry:
         except _Flaky as error:
             attempts = self._settings[1] + 1
             raise RegistryUnavailable(f"{error} (gave up after {attempts} attempts)") from error
+
+    def list_versions(
+        self, vendor: str, name: str, format: str, model: int
+    ) -> Sequence[SchemaVer] | None:
+        """Return the model's versions Iglu Server lists, or None when the registry cannot list.
+
+        Raises:
+            RegistryUnavailable: the registry could not answer (after the retries).
+        """
+        url = f"{self._uri}/schemas/{vendor}/{name}/{format}/{model}"
+        try:
+            status, content = self._retrying(self._follow, httpx.URL(url), time.monotonic())
+        except _Flaky as error:
+            raise RegistryUnavailable(str(error)) from error
+        if status != 200:
+            return None
+        try:
+            listed = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(listed, list):
+            return None
+        versions: list[SchemaVer] = []
+        for item in listed:
+            uri = item if isinstance(item, str) else None
+            try:
+                key = SchemaKey.parse(uri) if uri is not None else None
+            except ValueError:
+                key = None
+            if key is not None and (key.vendor, key.name, key.version.model) == (
+                vendor,
+                name,
+                model,
+            ):
+                versions.append(key.version)
+        return sorted(versions)
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -25,6 +25,14 @@ Notes:
     used evicted first (0 disables the cache). Failures are never cached: they go to the
     ``OutageLedger`` (``outages``), which ends a repository's outage at its next answer. Safe to share between
     threads: the worst a race can do is look the same key up twice.
+
+    Versions of a model (``versions_up_to``, for 2.x's minor-version merging): asked as 2.x's
+    Iglu client asks. An embedded repository lists its directory; an Iglu Server lists
+    ``GET {uri}/schemas/{vendor}/{name}/{format}/{model}``. A static registry (files behind a
+    web server) cannot list: it can only say whether one exact version exists. When no
+    repository can list, the versions are found by looking them up in SchemaVer order
+    (``M-0-0``, ``M-0-1``… until one is missing, then the next revision), which finds every
+    version of a registry that follows SchemaVer (no gaps) and misses those after a gap.
 """
 
 from __future__ import annotations
@@ -37,9 +45,9 @@ from typing import Any
 
 from plowline_core.errors import ConfigError, RegistryUnavailable
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef, ResolverConfig
-from plowline_core.iglu.key import SchemaKey
+from plowline_core.iglu.key import SchemaKey, SchemaVer
 from plowline_core.iglu.outage import OutageLedger, RegistryOutage
-from plowline_core.ports import Clock, Registry
+from plowline_core.ports import Clock, ListingRegistry, Registry
 
 NOT_FOUND = "NotFound"
 REPO_FAILURE = "RepoFailure"
@@ -51,6 +59,8 @@ GIVEN_UP_TTL = 60.0
 """Seconds a given-up key is remembered before it is looked up again."""
 _MESSAGE_MAX = 256  # loader_iglu_error's lookupHistory message maxLength
 _FAILING_CAP = 4096  # keys whose failures are counted at once
+#: Look-ups at most when probing a model's versions one by one (a registry that cannot list).
+MAX_PROBES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +138,10 @@ class Resolver:
         self._ttl = None if cache_ttl is None else timedelta(seconds=cache_ttl)
         # key -> (resolution, expiry or None); insertion order is recency order.
         self._cache: OrderedDict[SchemaKey, tuple[Resolution, datetime | None]] = OrderedDict()
+        # (vendor, name, format, model) -> (listed versions, expiry): listings, same TTL.
+        self._listings: dict[
+            tuple[str, str, str, int], tuple[frozenset[SchemaVer], datetime | None]
+        ] = {}
         self.outages = outages or OutageLedger()
         self._give_up_after = max(give_up_after, 1)
         # key -> (failed lookups in a row, when the first of them failed)
@@ -162,6 +176,77 @@ class Resolver:
                     pass
                 return entry[0]
         return self._lookup(key)
+
+    def versions_up_to(self, key: SchemaKey) -> tuple[SchemaVer, ...]:
+        """Return the versions of ``key``'s model up to ``key.version``, ascending.
+
+        Notes:
+            The union of what the repositories that can list answer (cached as schemas are,
+            and listed again for a version the cached listing lacks); by look-ups in SchemaVer
+            order when none can (see the module notes). ``key.version`` itself is included
+            only when it resolves.
+
+        Raises:
+            RegistryUnavailable: a repository could not answer.
+        """
+        listed = self._listed(key)
+        if listed is None:
+            return self._probe(key)
+        versions = {v for v in listed if v < key.version}
+        if isinstance(self.resolve(key), ResolvedSchema):
+            versions.add(key.version)
+        return tuple(sorted(versions))
+
+    def _listed(self, key: SchemaKey) -> frozenset[SchemaVer] | None:
+        """Return the union of the listing repositories' answers, None when none can list.
+
+        Notes:
+            Cached for ``cache_ttl`` like a schema, and listed again when the key is a
+            version the cached listing does not hold (a version published since).
+        """
+        model = (key.vendor, key.name, key.format, key.version.model)
+        cached = self._listings.get(model)
+        now = self._clock.now()
+        fresh = cached is not None and (cached[1] is None or now < cached[1])
+        if cached is not None and fresh and key.version in cached[0]:
+            return cached[0]
+        listed: set[SchemaVer] = set()
+        listing = False
+        for _, registry in self._ordered(key):
+            if isinstance(registry, ListingRegistry):
+                found = registry.list_versions(*model)
+                if found is not None:
+                    listing = True
+                    listed.update(v for v in found if v.model == key.version.model)
+        if not listing:
+            return None
+        versions = frozenset(listed)
+        if self._cache_size > 0:
+            self._listings[model] = (versions, None if self._ttl is None else now + self._ttl)
+        return versions
+
+    def _probe(self, key: SchemaKey) -> tuple[SchemaVer, ...]:
+        target = key.version
+        found: list[SchemaVer] = []
+        probes = 0
+        for revision in range(target.revision + 1):
+            addition = 0
+            while probes < MAX_PROBES:
+                version = SchemaVer(target.model, revision, addition)
+                if version > target:
+                    break
+                probes += 1
+                probe = SchemaKey(key.vendor, key.name, key.format, version)
+                if isinstance(self.resolve(probe), SchemaNotFound):
+                    if revision == target.revision and addition < target.addition:
+                        addition = target.addition  # the key itself, past the gap
+                        continue
+                    break
+                found.append(version)
+                if version == target:
+                    break
+                addition += 1
+        return tuple(found)
 
     def _lookup(self, key: SchemaKey) -> Resolution:
         history: list[LookupAttempt] = []

@@ -9,10 +9,11 @@ Notes:
     v2 (``major``, common-streams ``TypedTabledEntity.fieldFromSchema``): unstruct →
     ``Field.build(column, schema, false)`` normalised (vectors 055, 059); contexts →
     ``Field.buildRepeated(column, schema, enforceItemPresence=true)`` normalised, with a
-    REQUIRED STRING ``_schema_version`` first in the record (vectors 056, 060). Where v2
-    would drop the entity (no storable field) we add a JSON column so the column exists.
-    (Vectors 055-060 are upstream's ids; the repository does not carry them, their source's
-    license forbids it: ``tests/data/conformance/README.md``.)
+    REQUIRED STRING ``_schema_version`` first in the record (vectors 056, 060; upstream's ids: the repository does not
+    carry them, their source's license forbids it, see ``tests/data/conformance/README.md``).
+    ``major_field`` gives None where v2 drops the entity (no storable field); ``column_field``
+    (one version alone, for callers without a resolver) gives a JSON column there instead.
+    The 2.x column of a key, merged over its model's minor versions, is ``major.major_column``.
     Every entity column is NULLABLE or REPEATED, never REQUIRED: older rows lack it.
 """
 
@@ -42,26 +43,37 @@ def column_field(
     name = column_name(key, shred, mode)
     repeated = shred is not ShredProperty.UNSTRUCT_EVENT
     if mode is ColumnMode.MAJOR:
-        return _column_v2(name, schema, repeated)
+        column = major_field(name, schema, repeated)
+        return column if column is not None else Field(name, FieldType.JSON, _top(repeated))
     built = normalized(field_from_schema(name, schema, False))
     column_mode = Mode.REPEATED if repeated else Mode.NULLABLE
     return Field(name, built.type, column_mode, _unique(built.fields))
 
 
-def _column_v2(name: str, schema: Mapping[str, Any], repeated: bool) -> Field:
+def major_field(name: str, schema: Mapping[str, Any], repeated: bool) -> Field | None:
+    """Return the 2.x column of one schema version (normalised), or None where 2.x adds none.
+
+    Notes:
+        None: the schema is an object with no properties and no additional ones (2.x drops
+        the entity: no column, nothing written).
+    """
     if repeated:
         element = element_of_v2(schema)
         if element is None:
-            return Field(name, FieldType.JSON, Mode.REPEATED)
+            return None
         fields = normalized_v2(element).fields
         if element.type is FieldType.RECORD:
             fields = (SCHEMA_VERSION_FIELD, *(f for f in fields if f.name != "_schema_version"))
         return Field(name, element.type, Mode.REPEATED, fields)
     built = field_from_schema_v2(name, schema, False)
     if built is None:
-        return Field(name, FieldType.JSON, Mode.NULLABLE)
+        return None
     column_mode = Mode.REPEATED if built.mode is Mode.REPEATED else Mode.NULLABLE
     return Field(name, built.type, column_mode, normalized_v2(built).fields)
+
+
+def _top(repeated: bool) -> Mode:
+    return Mode.REPEATED if repeated else Mode.NULLABLE
 
 
 def _unique(fields: tuple[Field, ...]) -> tuple[Field, ...]:

@@ -8,7 +8,8 @@ upstream's, not carried: ``tests/data/conformance/README.md``):
 - unions of several non-null types, objects without properties, arrays without ``items``
   and anything unknown → JSON (v1: STRING);
 - bounded numbers: integers with ``minimum``/``maximum`` beyond int64 and numbers with a
-  fractional ``multipleOf`` and both bounds → NUMERIC; enums of decimals → NUMERIC;
+  fractional ``multipleOf`` and both bounds → NUMERIC; enums of decimals → NUMERIC; a
+  decimal with more than 9 places → BIGNUMERIC (2.x ``bqFieldOf``);
 - sub-fields sorted by raw name only (no REQUIRED-first); a sub-field is REQUIRED iff it is
   in ``required`` and its type has no ``null`` (records too, unlike v1's vector 020);
 - an object with no properties and ``additionalProperties: false`` is dropped, and a record
@@ -41,6 +42,7 @@ MAX_DEPTH = 64
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _MAX_DECIMAL_DIGITS = 38
+_MAX_NUMERIC_SCALE = 9  # BigQuery NUMERIC holds 9 decimal places; BIGNUMERIC 38
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +202,7 @@ def _numeric_type(schema: Mapping[str, Any], kind: jt.JsonType | None) -> FieldT
         return FieldType.FLOAT
     scale = _scale(multiple)
     digits = max(_int_digits(maximum), _int_digits(minimum)) + scale
-    return FieldType.NUMERIC if digits <= _MAX_DECIMAL_DIGITS else FieldType.FLOAT
+    return _decimal_type(digits, scale)
 
 
 def _integer_type(schema: Mapping[str, Any]) -> FieldType:
@@ -230,7 +232,14 @@ def _numeric_enum_type(numbers: list[Decimal]) -> FieldType:
     digits = max((_int_digits(n) for n in numbers), default=0) + scale
     if scale == 0 and digits <= 18:
         return FieldType.INTEGER
-    return FieldType.NUMERIC if digits <= _MAX_DECIMAL_DIGITS else FieldType.FLOAT
+    return _decimal_type(digits, scale)
+
+
+def _decimal_type(digits: int, scale: int) -> FieldType:
+    """Return a schema-ddl Decimal's BigQuery type: scale > 9 → BIGNUMERIC (2.x bqFieldOf)."""
+    if digits > _MAX_DECIMAL_DIGITS:
+        return FieldType.FLOAT
+    return FieldType.BIGNUMERIC if scale > _MAX_NUMERIC_SCALE else FieldType.NUMERIC
 
 
 def _only_numeric(kind: jt.JsonType | None) -> bool:

@@ -12,7 +12,8 @@ Rules (``ColumnMode.FULL``, loader 0.x/1.x, schema-ddl ``bigquery.Row``):
     ``MissingInValue``; a null in REQUIRED gives ``WrongType(null, T)``. REPEATED turns
     JSON null into ``[]``, drops null items, and a non-array is ``NotAnArray``.
 
-``ColumnMode.MAJOR`` follows loader 2.x where it differs: STRING takes strings only,
+``ColumnMode.MAJOR`` follows loader 2.x where it differs: WrongType's ``expected`` is 2.x's
+type name (``String``, ``Long``, ``Double``…, ``scalar.V2_TYPE_NAMES``), STRING takes strings only,
 JSON takes anything as JSON text (strings quoted, null in REQUIRED → ``"null"``),
 TIMESTAMP must be ISO-8601 with an offset (emitted as UTC ISO, not epoch micros, because
 insertAll takes strings) and DATE an ISO date, a missing REQUIRED key is ``WrongType(null, T)``.
@@ -47,6 +48,7 @@ from plowline_core.transform.scalar import (
     NUMERIC_TYPES,
     SCALAR_CASTERS,
     compact_json,
+    expected_name,
 )
 
 __all__ = [
@@ -97,7 +99,7 @@ def caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Caster:
             return "null" if value is None else value_caster(value, errors)
 
         return required_json
-    expected = field.type.value
+    expected = expected_name(field.type, mode)
 
     def required(value: Any, errors: list[CastError]) -> Any:
         if value is None:
@@ -122,7 +124,7 @@ def _non_null_caster(field: Field, mode: ColumnMode) -> Caster:
 
 def _repeated(field: Field, mode: ColumnMode) -> Caster:
     item = _non_null_caster(field, mode)
-    expected = field.type.value
+    expected = expected_name(field.type, mode)
 
     def repeated(value: Any, errors: list[CastError]) -> Any:
         if value is None:
@@ -150,6 +152,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
     )
     specs = tuple(zip(names, raw_names, direct, as_is, required, strict=True))
     major = mode is ColumnMode.MAJOR
+    record_name = expected_name(FieldType.RECORD, mode)
 
     def missing(index: int, value: dict[str, Any], errors: list[CastError]) -> Any:
         if not required[index]:
@@ -169,7 +172,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
 
     def record(value: Any, errors: list[CastError]) -> Any:
         if type(value) is not dict:
-            errors.append(WrongType(value, "RECORD"))
+            errors.append(WrongType(value, record_name))
             return None
         get = value.get
         # Fastest path, all in C: every sub-field holds a value stored as is, numbers

@@ -6,6 +6,15 @@ insertion time. Contexts of the same column share one array; a schema found in b
 ``contexts`` and ``derived_contexts`` gets both sets of items, contexts first (loader 2.x
 behaviour; loader 1.x let the derived ones overwrite the others, losing data).
 
+Column mode ``major`` (loader 2.x): each entity goes where 2.x routes it
+(``schema.major``): the model's column (its minor versions merged up to the entity's), the
+version's recovery column when it cannot merge, its 1.x column when ``rules`` make it legacy,
+or nowhere (2.x adds no column: an empty closed object, or a schema ``rules`` skip). A schema
+that does not decode as JSON Schema, and two models whose columns share a name, are Iglu
+failures of the events that carry them (``{"schemaKey", "message"}`` items); from a clash on,
+both models' events fail. A money field that does not fit NUMERIC(18, 2) is a WrongType
+against the atomic schema (``money``).
+
 Outcomes:
     ``TransformedRow``    every entity resolved and cast cleanly
     ``IgluErrorRow``      a schema was not found, or values did not fit: every failure of
@@ -50,9 +59,12 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.field import Field
+from plowline_core.schema.legacy import NO_RULES, ColumnRules
 from plowline_core.schema.mapping import field_from_schema
 from plowline_core.schema.names import column_name
 from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
+from plowline_core.transform.money import money_failures
+from plowline_core.transform.routing import NOWHERE, MajorRouter
 
 LOAD_TSTAMP_AUTO = "AUTO"
 SCHEMA_VERSION_FIELD = "_schema_version"
@@ -92,7 +104,11 @@ class TransformedRow(NamedTuple):
 
 
 class _Plan(NamedTuple):
-    """What one (schema key, shred property) needs: its column, caster and entity type."""
+    """What one (schema key, shred property) needs: its column, caster and entity type.
+
+    ``column`` is ``""`` for an entity that has no column (2.x drops it: an empty object with
+    no additional properties, or a schema in ``skip_schemas``): its values are not written.
+    """
 
     column: str
     caster: Caster
@@ -105,9 +121,16 @@ class _Plan(NamedTuple):
 class RowBuilder:
     """Turn enriched events into BigQuery-JSON rows, resolving entity schemas once each."""
 
-    def __init__(self, resolver: Resolver, column_mode: ColumnMode = ColumnMode.FULL) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        column_mode: ColumnMode = ColumnMode.FULL,
+        *,
+        rules: ColumnRules = NO_RULES,
+    ) -> None:
         self._resolver = resolver
         self._mode = column_mode
+        self._router = MajorRouter(resolver, rules)
         self._plans: dict[tuple[SchemaKey, ShredProperty], _Plan] = {}
         self._type_sets: dict[int, frozenset[EntityType]] = {}
         # Hot-path index by key identity: parsed events share SchemaKey objects (parse is
@@ -125,6 +148,16 @@ class RowBuilder:
     def column_mode(self) -> ColumnMode:
         """The column naming and typing rules in use."""
         return self._mode
+
+    def column_of(self, entity: EntityType) -> str | None:
+        """Return the column the rows write ``entity`` to, None before its first row or if none.
+
+        Notes:
+            In ``major`` mode that is the model's column, the key's recovery column or its
+            legacy column; the type tracker asks, so that it looks for the right column.
+        """
+        plan = self._plans.get((entity.schema, entity.shred_property))
+        return plan.column if plan is not None and plan.column else None
 
     def transform_line(self, line: str) -> TransformedRow | BadRow:
         """Parse one enriched TSV line and build its row (or its bad row).
@@ -182,7 +215,7 @@ class RowBuilder:
                 plan = known[1] if known is not None and known[0] is key else None
                 if plan is None:
                     plan = self._plan(key, shred, failures)
-                if plan is None:
+                if plan is None or not plan.column:
                     continue
                 seen |= plan.bit
                 items = data.get(plan.column)
@@ -205,13 +238,17 @@ class RowBuilder:
             plan = known[1] if known is not None and known[0] is key else None
             if plan is None:
                 plan = self._plan(key, _UNSTRUCT, failures)
-            if plan is not None:
+            if plan is not None and plan.column:
                 seen |= plan.bit
                 value = plan.caster(unstruct.data, errors)
                 if errors:
                     failures.extend(error.to_failure(plan.uri) for error in errors)
                 else:
                     data[plan.column] = value
+        if self._mode is ColumnMode.MAJOR:
+            unfit = money_failures(data)
+            if unfit:
+                failures[:0] = unfit  # atomic first, as 2.x lists them
         if failures:
             return IgluErrorRow(tuple(failures), event_payload(event))
         types = self._type_sets.get(seen)
@@ -231,6 +268,8 @@ class RowBuilder:
         Notes:
             Writes into ``data`` (the line's atomic values) and only ever appends keys.
         """
+        if self._mode is ColumnMode.MAJOR and money_failures(data):
+            return None  # the careful path makes the bad row
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         errors: list[CastError] = []
         seen = 0
@@ -266,19 +305,47 @@ class RowBuilder:
         """Return the plan of an entity type, resolving and compiling it on first sight."""
         plan = self._plans.get((key, shred))
         if plan is None:
-            resolution = self._resolver.resolve(key)
-            if isinstance(resolution, SchemaNotFound):
-                failures.append(resolution.to_failure())
-                return None
-            bit = 1 << len(self._plans)
-            plan = _compile(key, resolution.schema, shred, self._mode, bit)
+            if self._mode is ColumnMode.MAJOR:
+                plan = self._major_plan(key, shred, failures)
+                if plan is None:
+                    return None
+            else:
+                resolution = self._resolver.resolve(key)
+                if isinstance(resolution, SchemaNotFound):
+                    failures.append(resolution.to_failure())
+                    return None
+                bit = 1 << len(self._plans)
+                plan = _compile(key, resolution.schema, shred, self._mode, bit)
             self._plans[(key, shred)] = plan
-            self._by_uri[shred][plan.uri] = plan
+            if plan.column:
+                self._by_uri[shred][plan.uri] = plan
         if len(self._by_identity) >= _IDENTITY_CAP:
             self._by_identity.clear()
         # The entry holds the key itself, so its id cannot be reused while the entry lives.
         self._by_identity[(id(key), shred)] = (key, plan)
         return plan
+
+    def _major_plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> _Plan | None:
+        """Return the 2.x plan of a key (``routing``): its column, or none, or a failure."""
+        route = self._router.route(key, shred, failures)
+        for column in self._router.take_clashed():
+            self._forget(column)
+        if route is None:
+            return None
+        if route.column == NOWHERE:
+            return _Plan(NOWHERE, _skipped, EntityType(key, shred), key.to_uri(), None, 0)
+        bit = 1 << len(self._plans)
+        return _compile(key, route.schema, shred, route.mode, bit, route.column)
+
+    def _forget(self, column: str) -> None:
+        """Drop the cached plans writing to ``column`` (its recovery columns included)."""
+        for pair, plan in list(self._plans.items()):
+            if plan.column == column or plan.column.startswith(f"{column}_recovered_"):
+                del self._plans[pair]
+                self._by_uri[pair[1]].pop(plan.uri, None)
+        self._by_identity.clear()
 
     def _types_of(self, seen: int) -> frozenset[EntityType]:
         types = frozenset(plan.entity_type for plan in self._plans.values() if plan.bit & seen)
@@ -318,10 +385,15 @@ def _fused_contexts(
 
 
 def _compile(
-    key: SchemaKey, schema: Mapping[str, Any], shred: ShredProperty, mode: ColumnMode, bit: int
+    key: SchemaKey,
+    schema: Mapping[str, Any],
+    shred: ShredProperty,
+    mode: ColumnMode,
+    bit: int,
+    column: str | None = None,
 ) -> _Plan:
-    """Resolve the column and compile the caster of one entity type."""
-    column = column_name(key, shred, mode)
+    """Compile the caster of one entity type writing to ``column`` (default: its own)."""
+    column = column or column_name(key, shred, mode)
     # The raw-named field (schema-ddl Field.build): the caster looks keys up by raw name and
     # writes normalised names, as loader 1.x does. The column itself is the mutator's business.
     field = field_from_schema(column, schema, False, mode)
@@ -335,6 +407,11 @@ def _compile(
         caster = element_caster_for(field, mode)
     entity_type = EntityType(key, shred)
     return _Plan(column, caster, entity_type, key.to_uri(), version, bit)
+
+
+def _skipped(value: Any, errors: list[CastError]) -> Any:
+    """The caster of an entity without a column: never called (its plan's column is empty)."""
+    return None
 
 
 def _without_schema_version(field: Field) -> Field:

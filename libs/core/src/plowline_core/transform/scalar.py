@@ -16,20 +16,39 @@ from plowline_core.transform.problems import Caster, CastError, WrongType
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-NUMERIC_TYPES = frozenset({FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC})
+NUMERIC_TYPES = frozenset(
+    {FieldType.INTEGER, FieldType.FLOAT, FieldType.NUMERIC, FieldType.BIGNUMERIC}
+)
 """Column types whose JSON value is a number."""
 
 # The type names of WrongType, read once (an enum's ``.value`` is slow on the error path).
-_STRING, _BOOLEAN, _INTEGER, _TIMESTAMP, _DATE = (
-    kind.value
-    for kind in (
-        FieldType.STRING,
-        FieldType.BOOLEAN,
-        FieldType.INTEGER,
-        FieldType.TIMESTAMP,
-        FieldType.DATE,
-    )
+_STRING, _BOOLEAN, _INTEGER = (
+    kind.value for kind in (FieldType.STRING, FieldType.BOOLEAN, FieldType.INTEGER)
 )
+
+
+#: 2.x's names of the expected type in ``WrongType`` (schema-ddl parquet ``Type`` names; 2.x
+#: writes ``Decimal(Digits18,2)`` with the precision, which a BigQuery type does not carry,
+#: and ``Integer`` for integers bounded within int32, ``Long`` otherwise: ``Long`` here).
+V2_TYPE_NAMES: dict[FieldType, str] = {
+    FieldType.STRING: "String",
+    FieldType.JSON: "Json",
+    FieldType.BOOLEAN: "Boolean",
+    FieldType.INTEGER: "Long",
+    FieldType.FLOAT: "Double",
+    FieldType.NUMERIC: "Decimal",
+    FieldType.BIGNUMERIC: "Decimal",
+    FieldType.TIMESTAMP: "Timestamp",
+    FieldType.DATE: "Date",
+    FieldType.RECORD: "Struct",
+}
+
+
+def expected_name(kind: FieldType, mode: ColumnMode) -> str:
+    """Return the ``expected`` text of a WrongType for a column type: 1.x ``STRING``, 2.x ``String``."""
+    if mode is ColumnMode.MAJOR:
+        return V2_TYPE_NAMES.get(kind, kind.value)
+    return kind.value
 
 
 def compact_json(value: Any) -> str:
@@ -42,8 +61,8 @@ def compact_json(value: Any) -> str:
     return dumps(value, max_depth=None).decode()
 
 
-def _wrong(expected: FieldType) -> Caster:
-    name = expected.value
+def _wrong(expected: FieldType, mode: ColumnMode = ColumnMode.FULL) -> Caster:
+    name = expected_name(expected, mode)
 
     def wrong(value: Any, errors: list[CastError]) -> Any:
         errors.append(WrongType(value, name))
@@ -58,7 +77,24 @@ def _v1_string(value: Any, errors: list[CastError]) -> Any:
 def _strict_string(value: Any, errors: list[CastError]) -> Any:
     if type(value) is str:
         return value
-    errors.append(WrongType(value, _STRING))
+    errors.append(WrongType(value, "String"))
+    return None
+
+
+def _v2_boolean(value: Any, errors: list[CastError]) -> Any:
+    if type(value) is bool:
+        return value
+    errors.append(WrongType(value, "Boolean"))
+    return None
+
+
+def _v2_integer(value: Any, errors: list[CastError]) -> Any:
+    kind = type(value)
+    if kind is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
+        return int(value)
+    errors.append(WrongType(value, "Long"))
     return None
 
 
@@ -83,8 +119,8 @@ def _integer(value: Any, errors: list[CastError]) -> Any:
     return None
 
 
-def _number(expected: FieldType) -> Caster:
-    name = expected.value
+def _number(expected: FieldType, mode: ColumnMode = ColumnMode.FULL) -> Caster:
+    name = expected_name(expected, mode)
 
     def number(value: Any, errors: list[CastError]) -> Any:
         kind = type(value)
@@ -120,7 +156,7 @@ def _iso_timestamp(value: Any, errors: list[CastError]) -> Any:
             parsed = None
         if parsed is not None and parsed.tzinfo is not None:
             return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    errors.append(WrongType(value, _TIMESTAMP))
+    errors.append(WrongType(value, "Timestamp"))
     return None
 
 
@@ -130,7 +166,7 @@ def _iso_date(value: Any, errors: list[CastError]) -> Any:
             return date.fromisoformat(value).isoformat()
         except ValueError:
             pass
-    errors.append(WrongType(value, _DATE))
+    errors.append(WrongType(value, "Date"))
     return None
 
 
@@ -142,6 +178,7 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
         FieldType.INTEGER: _integer,
         FieldType.FLOAT: _number(FieldType.FLOAT),
         FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC),
         FieldType.TIMESTAMP: _any_string(FieldType.TIMESTAMP),
         FieldType.DATE: _any_string(FieldType.DATE),
         FieldType.RECORD: _wrong(FieldType.RECORD),
@@ -149,12 +186,13 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
     ColumnMode.MAJOR: {
         FieldType.STRING: _strict_string,
         FieldType.JSON: _json_text,
-        FieldType.BOOLEAN: _boolean,
-        FieldType.INTEGER: _integer,
-        FieldType.FLOAT: _number(FieldType.FLOAT),
-        FieldType.NUMERIC: _number(FieldType.NUMERIC),
+        FieldType.BOOLEAN: _v2_boolean,
+        FieldType.INTEGER: _v2_integer,
+        FieldType.FLOAT: _number(FieldType.FLOAT, ColumnMode.MAJOR),
+        FieldType.NUMERIC: _number(FieldType.NUMERIC, ColumnMode.MAJOR),
+        FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC, ColumnMode.MAJOR),
         FieldType.TIMESTAMP: _iso_timestamp,
         FieldType.DATE: _iso_date,
-        FieldType.RECORD: _wrong(FieldType.RECORD),
+        FieldType.RECORD: _wrong(FieldType.RECORD, ColumnMode.MAJOR),
     },
 }
