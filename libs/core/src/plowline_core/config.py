@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from plowline_core.errors import ConfigError
-from plowline_core.iglu.key import SchemaKey, SchemaVer
+from plowline_core.iglu.key import SchemaCriterion, SchemaKey, SchemaVer
 from plowline_core.iglu.validation import check_self_describing
 from plowline_core.schema.entity import ColumnMode
 
@@ -113,6 +113,9 @@ class LoaderOptions:
         parallelism: concurrent pull/insert tasks (Spark partitions).
         max_bad_row_bytes: a bad row larger than this becomes a ``size_violation``
             (Pub/Sub's message limit is 10 MB).
+        legacy_columns: 2.x ``legacyColumns``: schemas loaded to 1.x-style columns.
+        legacy_column_mode: 2.x ``legacyColumnMode``: every schema to 1.x-style columns.
+        skip_schemas: 2.x ``skipSchemas``: schemas that get no column.
     """
 
     column_mode: ColumnMode = ColumnMode.FULL
@@ -120,6 +123,9 @@ class LoaderOptions:
     max_batch_bytes: int = 5_000_000
     parallelism: int = 2
     max_bad_row_bytes: int = 6_900_000
+    legacy_columns: tuple[SchemaCriterion, ...] = ()
+    legacy_column_mode: bool = False
+    skip_schemas: tuple[SchemaCriterion, ...] = ()
 
     def __post_init__(self) -> None:
         _coerce_column_mode(self)
