@@ -140,20 +140,6 @@ def v2_environment() -> dict[str, str]:
     }
 
 
-def resolver_value(resolver: str | Path | None, iglu_config: str | Path | None) -> str | Path:
-    """Return the resolver given as ``--resolver`` or 2.x's ``--iglu-config`` (one of them).
-
-    Raises:
-        ConfigError: neither or two different values.
-    """
-    if resolver is not None and iglu_config is not None and resolver != iglu_config:
-        raise ConfigError("--resolver and --iglu-config name the same file: give one of them")
-    value = resolver if resolver is not None else iglu_config
-    if value is None:
-        raise ConfigError("--resolver (or --iglu-config): missing; pass the Iglu resolver config")
-    return value
-
-
 def load_document(value: str | Path, flag: str) -> tuple[dict[str, Any], ConfigSource]:
     """Return a JSON/HOCON document given as a path or base64, and where it came from."""
     source = read_source(value, flag)

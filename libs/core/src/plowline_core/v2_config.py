@@ -71,18 +71,18 @@ _HONOURED = frozenset(
 # Why a key is not used: the longest matching prefix of the key's path wins.
 _REASONS: dict[str, str] = {
     "license": "not needed: plowline is open source",
-    "input": "the Spark source pulls per partition (see --max-messages, --ack-deadline)",
-    "output.good.credentials": "Google clients use application default credentials "
-    "(set GOOGLE_APPLICATION_CREDENTIALS)",
-    "output.bad": "bad rows are published whole batches per request (--max-bad-row-bytes)",
-    "cpuParallelism": "Spark runs one task per partition (batching.writeBatchConcurrency)",
+    "input": "the Spark source pulls per partition: see --max-messages, --ack-deadline",
+    "output.good.credentials": "Google clients use application default credentials: "
+    "set GOOGLE_APPLICATION_CREDENTIALS",
+    "output.bad": "bad rows are published in whole batches, each at most --max-bad-row-bytes",
+    "cpuParallelism": "Spark runs one task per partition: batching.writeBatchConcurrency",
     "retries.setupErrors": "setup errors are retried with --backoff-max",
     "retries.transientErrors": "transient errors are retried with --backoff-max",
     "retries.alterTableWait": "the loader re-reads the table schema every --schema-refresh s",
-    "http": "the Iglu client's connections are not capped",
+    "http": "plowline's HTTP clients keep their own connection pools",
     "monitoring.metrics.statsd": "metrics are served for Prometheus on /metrics",
     "monitoring.metrics.prometheus": "metrics on /metrics carry no extra tags",
-    "monitoring.sentry": "errors are logged (structured), not sent to Sentry",
+    "monitoring.sentry": "errors are logged, not sent to Sentry",
     "monitoring.webhook": "no webhook: alerts come from /metrics and the logs",
     "monitoring.healthProbe.unhealthyLatency": "liveness uses --stall-timeout",
     "telemetry": "plowline sends no telemetry",
