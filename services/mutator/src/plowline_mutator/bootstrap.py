@@ -53,10 +53,15 @@ class Runtime:
     _closers: list[Any] = field(default_factory=list)
 
     def subscriber(self) -> PubSubSubscriber:
-        """Return a subscriber on the types subscription of the config."""
+        """Return a subscriber on the types subscription of the config (a short name: its project)."""
         client = subscriber_client(self.settings.pubsub_emulator_host)
         self._closers.append(client)
-        path = client.subscription_path(self.table.project_id, self.table.types_subscription)
+        name = self.table.types_subscription
+        path = (
+            name
+            if name.startswith("projects/")
+            else client.subscription_path(self.table.project_id, name)
+        )
         return PubSubSubscriber(client, str(path), callback_threads=4, watch=self.watch)
 
     def listener(self) -> TypesListener:
