@@ -9,6 +9,9 @@ under its derived name, as ``plowline dev up --config`` does; the loader creates
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -172,3 +175,21 @@ def test_every_other_service_starts_from_the_2x_config(
 
     assert (started, service.process.poll()) == (True, None), service.tail()
     assert clean == service.stop(), service.tail()
+
+
+def test_mutator_create_makes_2x_table(
+    local_stack: LocalStack, v2_files: tuple[Path, Path, str, int]
+) -> None:
+    """``plowline-mutator create --config <2.x>`` makes the table 2.x makes."""
+    config, _, table, _ = v2_files
+
+    created = subprocess.run(
+        [sys.executable, "-m", "plowline_mutator.cli", "create", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ,
+    )
+
+    assert created.returncode == 0, created.stderr
+    assert _shape(_table(local_stack, table)) == V2_SHAPE
