@@ -37,6 +37,10 @@ from pyparsing import ParseBaseException
 
 _log = structlog.get_logger("plowline.config")
 UNMAPPED_WARNING = "config keys plowline does not use (ignored; see deploy/MIGRATING.md)"
+UNMAPPED_WARNING_V2 = (
+    "2.x config keys plowline does not use (ignored, each with the reason; see the README: "
+    "Coming from Loader 2.x)"
+)
 IGLU_CONFIG_HELP = "2.x's name for --resolver (either may be given)"
 _SHOWN = 200  # characters of a bad value quoted back in an error (paths fit)
 
@@ -121,11 +125,13 @@ def load_pipeline_config(
         if str(error).startswith(flag):
             raise
         raise ConfigError(f"{flag} {source.origin}: {error}") from error
+    message = UNMAPPED_WARNING_V2 if config.v2 is not None else UNMAPPED_WARNING
+    separator = "; " if config.v2 is not None else ", "  # 2.x entries hold commas
     if config.unmapped and warn is not None:
-        warn(f"{UNMAPPED_WARNING}: {', '.join(config.unmapped)}")
+        warn(f"{message}: {separator.join(config.unmapped)}")
     elif config.unmapped:
         _log.warning(
-            UNMAPPED_WARNING,
+            message,
             flag=flag,
             keys=list(config.unmapped),
         )

@@ -181,6 +181,8 @@ def describe_errors(error: ValidationError) -> str:
     for item in error.errors():
         name = str(item["loc"][0]) if item["loc"] else "settings"
         flag = "--" + name.replace("_", "-")
+        if name == "resolver":
+            flag = "--resolver (or 2.x's --iglu-config)"
         got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
         lines.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {item['msg']}{got}")
     return "invalid settings: " + "; ".join(lines)
