@@ -29,7 +29,8 @@ too: its project, dataset, table, topics and subscriptions are provisioned, plus
 (1.x ``repeater.input.subscription``, else ``<failedInserts>-repeater``), the dead-letter
 writer's (``<badRows>-deadletter``) and the dead-end bucket (1.x ``deadLetters.bucket``).
 A 2.x config's derived names (``plowline_core.v2_names``, ``PLOWLINE_V2_*`` applied) are
-provisioned as they are, with 2.x's table.
+provisioned as they are, with 2.x's table. The local stack has one project: a config
+naming Pub/Sub resources in another project than the table's is refused.
 
 Notes:
     Provisioning is idempotent: what exists is left as it is, so ``plowline dev up`` may
@@ -138,6 +139,7 @@ def load_stack(path: str | Path | None) -> tuple[StackConfig, list[str]]:
 def stack_from_pipeline(pipeline: PipelineConfig) -> tuple[StackConfig, list[str]]:
     """Return the stack a Snowplow config names, and one line per role saying what is whose."""
     config = pipeline.bigquery
+    _one_project(pipeline)
     types, bad, failed = (
         _short(t) for t in (config.types_topic, config.bad_rows, config.failed_inserts)
     )
@@ -172,6 +174,24 @@ def stack_from_pipeline(pipeline: PipelineConfig) -> tuple[StackConfig, list[str
         f"--bucket gs://{bad_rows_bucket}",
     ]
     return stack, roles
+
+
+def _one_project(pipeline: PipelineConfig) -> None:
+    """Refuse a config whose Pub/Sub names live in another project than its table.
+
+    Raises:
+        ConfigError: naming both projects (the local stack has one project).
+    """
+    config = pipeline.bigquery
+    names = (config.input, config.types_topic, config.bad_rows, config.failed_inserts)
+    others = sorted(
+        {n.split("/")[1] for n in names if n.startswith("projects/")} - {config.project_id}
+    )
+    if others:
+        raise ConfigError(
+            f"the local stack has one project ({config.project_id}, the table's) but the "
+            f"config names Pub/Sub resources in {others}: use one project throughout"
+        )
 
 
 def _short(name: str) -> str:
