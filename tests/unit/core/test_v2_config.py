@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+import re
+import string
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from plowline_core.config import LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.key import SchemaCriterion
@@ -285,3 +289,60 @@ def test_a_bad_override_is_refused(overrides: dict[str, str], message: str) -> N
     """An override naming no name, or a bucket without gs://, is a ConfigError."""
     with pytest.raises(ConfigError, match=message):
         PipelineConfig.from_document(MINIMAL, overrides)
+
+
+_PUBSUB_NAME = re.compile(r"^[A-Za-z][-A-Za-z0-9_.~+%]{2,254}$")
+_KEY = st.text(alphabet=string.ascii_letters, min_size=1, max_size=8).filter(
+    lambda key: key not in {"input", "output", "license", "batching", "retries"}  # 2.x's own
+)
+_TREE = st.recursive(
+    st.one_of(st.integers(), st.booleans(), st.text(max_size=5)),
+    lambda children: st.dictionaries(_KEY, children, min_size=1, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(extra=st.dictionaries(_KEY, _TREE, max_size=4))
+def test_no_key_is_dropped_silently(extra: dict[str, Any]) -> None:
+    """Whatever unknown keys a file adds, each is honoured or named in the warning."""
+    document = {**extra, **copy.deepcopy(MINIMAL)}
+
+    config = parse_v2(document)
+
+    named = {key for entry in config.ignored for key in entry.rsplit(" (", 1)[0].split(", ")}
+    honoured = {"input.subscription", "output.good.project", "output.good.dataset"}
+    assert set(_leaves(document)) == named | honoured | {"output.bad.topic"}
+
+
+@given(
+    dataset=st.text(min_size=1, max_size=1024),
+    table=st.text(min_size=1, max_size=1024),
+)
+def test_derived_names_are_valid_pubsub_names(dataset: str, table: str) -> None:
+    """Any dataset and table BigQuery allows give valid Pub/Sub names."""
+    document = _with("output.good.table", table, _with("output.good.dataset", dataset))
+
+    names = PipelineConfig.from_document(document).v2_names
+    assert names is not None
+
+    short = [
+        path.rsplit("/", 1)[-1]
+        for path in (
+            names.types_topic,
+            names.types_subscription,
+            names.failed_inserts_topic,
+            names.failed_inserts_subscription,
+            names.bad_rows_subscription,
+        )
+    ]
+    assert all(_PUBSUB_NAME.match(name) for name in short), short
+
+
+def _leaves(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict) and node:
+        return [
+            leaf
+            for key, child in node.items()
+            for leaf in _leaves(child, f"{prefix}.{key}" if prefix else key)
+        ]
+    return [prefix]

@@ -16,7 +16,9 @@ bad-rows subscription       ``projects/P/subscriptions/plowline-D-T-bad-rows``  
 bad-rows bucket             ``gs://G-plowline-bad-rows``          ``…_BAD_ROWS_BUCKET``
 =========================== ===================================== =========================
 
-Underscores of ``D`` and ``T`` become ``-`` so that every name is a valid Pub/Sub name.
+In ``D`` and ``T`` every character but ``a-z`` and ``0-9`` becomes ``-`` (lower case), and
+a stem over 200 characters is cut and ends in 8 hex digits of its SHA-256, so that every
+name is a valid Pub/Sub name (at most 255 characters) whatever BigQuery allowed.
 The services' own flags override these too (``plowline-loader --types-topic``,
 ``plowline-mutator --types-subscription``, ``plowline-repeater --failedInsertsSub
 --deadEndBucket``, ``plowline-deadletter --badRowsSub --bucket``).
@@ -27,6 +29,8 @@ Notes:
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -34,6 +38,8 @@ from plowline_core.errors import ConfigError
 from plowline_core.v2_config import V2Config
 
 OVERRIDE_PREFIX = "PLOWLINE_V2_"
+_STEM_MAX = 200  # Pub/Sub names take 255 characters; the longest suffix is 16
+_NOT_NAME = re.compile(r"[^a-z0-9]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,7 @@ class V2Names:
         if unknown:
             raise ConfigError(f"unknown 2.x name overrides {unknown}; known: {sorted(known)}")
         project = config.pubsub_project
-        stem = f"plowline-{config.dataset}-{config.table}".replace("_", "-").lower()
+        stem = _stem(config.dataset, config.table)
         defaults = cls(
             types_topic=f"projects/{project}/topics/{stem}-types",
             types_subscription=f"projects/{project}/subscriptions/{stem}-types",
@@ -82,3 +88,11 @@ class V2Names:
             for field in fields(cls)
         }
         return cls(**values)
+
+
+def _stem(dataset: str, table: str) -> str:
+    stem = _NOT_NAME.sub("-", f"plowline-{dataset}-{table}".lower())
+    if len(stem) <= _STEM_MAX:
+        return stem
+    digest = hashlib.sha256(stem.encode()).hexdigest()[:8]
+    return f"{stem[: _STEM_MAX - 9]}-{digest}"
