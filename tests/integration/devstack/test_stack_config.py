@@ -28,6 +28,7 @@ def test_stack_config_defaults() -> None:
             "failed-inserts-repeater": "failed-inserts",
         },
         "buckets": ("plowline-dead-end", "plowline-bad-rows"),
+        "table_layout": "1.x",
     }
 
     assert expected == load_config(None).to_json()

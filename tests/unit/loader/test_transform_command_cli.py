@@ -165,6 +165,14 @@ def test_registry_unavailable_exits_1_naming_the_repository(
     )
 
 
+def test_2x_iglu_config_is_the_resolver(tmp_path: Path, resolver: Path) -> None:
+    """Snowplow 2.x's --iglu-config names the resolver as --resolver does."""
+    source = tmp_path / "in.tsv"
+    source.write_text("")
+
+    assert main(["transform", "--iglu-config", str(resolver), str(source)]) == 0
+
+
 def test_invalid_resolver_config_exits_2(tmp_path: Path) -> None:
     """A resolver file that is not JSON is a usage error (exit code 2)."""
     resolver = tmp_path / "resolver.json"

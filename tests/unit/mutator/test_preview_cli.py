@@ -60,6 +60,17 @@ def test_preview_prints_v1_context_column(
     assert (0, [expected]) == (code, lines)
 
 
+def test_preview_takes_2x_iglu_config(
+    resolver_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Snowplow 2.x's --iglu-config names the resolver as --resolver does."""
+    code, lines = _run(
+        capsys, "--iglu-config", str(resolver_file), "--shred-property", "CONTEXTS", WEB_PAGE
+    )
+
+    assert (code, len(lines)) == (0, 1)
+
+
 def test_preview_major_mode_names_column_by_model(
     resolver_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

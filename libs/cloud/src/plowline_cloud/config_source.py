@@ -1,7 +1,8 @@
 """Read ``--config`` and ``--resolver`` as Snowplow passes them: a path, or base64 of JSON or HOCON.
 
 Snowplow 0.x deployments put the self-describing JSON on the command line base64-encoded
-(``--config=$(base64 -w0 bigquery.json)``); 1.x passes a HOCON file or its base64. Every
+(``--config=$(base64 -w0 bigquery.json)``); 1.x and 2.x pass a HOCON file or its base64
+(2.x names the resolver ``--iglu-config``: every service takes both names). Every
 subcommand of every service reads both flags through this module, so they all accept the
 same four forms: a JSON file, a HOCON file, base64 of JSON, base64 of HOCON.
 
@@ -11,12 +12,15 @@ Notes:
     then as HOCON (pyhocon) with substitutions resolved: ``${loader.output.good}``, and
     ``${HOST}``-style environment variables as HOCON defines them. Every error is a
     ``ConfigError`` that starts with the flag, so the user knows which argument to fix.
+    A 2.x config's derived names (``plowline_core.v2_names``) are overridden by the
+    service's flags (``v2_overrides``) over ``PLOWLINE_V2_*`` variables.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +30,18 @@ import orjson
 import structlog
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
+from plowline_core.v2_names import OVERRIDE_PREFIX, V2Names
 from pyhocon import ConfigFactory, ConfigTree
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
 _log = structlog.get_logger("plowline.config")
 UNMAPPED_WARNING = "config keys plowline does not use (ignored; see deploy/MIGRATING.md)"
+UNMAPPED_WARNING_V2 = (
+    "2.x config keys plowline does not use (ignored, each with the reason; see the README: "
+    "Coming from Loader 2.x)"
+)
+IGLU_CONFIG_HELP = "2.x's name for --resolver (either may be given)"
 _SHOWN = 200  # characters of a bad value quoted back in an error (paths fit)
 
 
@@ -93,32 +103,47 @@ def parse_source(source: ConfigSource, flag: str) -> dict[str, Any]:
 
 
 def load_pipeline_config(
-    value: str | Path, flag: str = "--config", warn: Callable[[str], None] | None = None
+    value: str | Path,
+    flag: str = "--config",
+    warn: Callable[[str], None] | None = None,
+    v2_overrides: Mapping[str, str | None] | None = None,
 ) -> PipelineConfig:
-    """Read a Snowplow 0.x or 1.x config; one warning names every key plowline ignores.
+    """Read a Snowplow 0.x, 1.x or 2.x config; one warning names every key plowline ignores.
 
     The warning is logged, or handed to ``warn`` (tools whose stdout is their output
-    print it on stderr themselves).
+    print it on stderr themselves). ``v2_overrides`` (``V2Names`` field → flag value,
+    None: not given) win over the ``PLOWLINE_V2_<FIELD>`` variables.
 
     Raises:
         ConfigError: unreadable, unparsable or invalid; the message starts with ``flag``.
     """
     source = read_source(value, flag)
+    overrides = v2_environment() | {k: v for k, v in (v2_overrides or {}).items() if v}
     try:
-        config = PipelineConfig.from_document(parse_source(source, flag))
+        config = PipelineConfig.from_document(parse_source(source, flag), overrides)
     except ConfigError as error:
         if str(error).startswith(flag):
             raise
         raise ConfigError(f"{flag} {source.origin}: {error}") from error
+    message = UNMAPPED_WARNING_V2 if config.v2 is not None else UNMAPPED_WARNING
+    separator = "; " if config.v2 is not None else ", "  # 2.x entries hold commas
     if config.unmapped and warn is not None:
-        warn(f"{UNMAPPED_WARNING}: {', '.join(config.unmapped)}")
+        warn(f"{message}: {separator.join(config.unmapped)}")
     elif config.unmapped:
         _log.warning(
-            UNMAPPED_WARNING,
+            message,
             flag=flag,
             keys=list(config.unmapped),
         )
     return config
+
+
+def v2_environment() -> dict[str, str]:
+    """Return the 2.x name overrides set as ``PLOWLINE_V2_<FIELD>`` variables."""
+    names = V2Names.__dataclass_fields__
+    return {
+        name: value for name in names if (value := os.environ.get(OVERRIDE_PREFIX + name.upper()))
+    }
 
 
 def load_document(value: str | Path, flag: str) -> tuple[dict[str, Any], ConfigSource]:

@@ -3,7 +3,9 @@
 Notes:
     Idempotent: an existing table is accepted when it has every requested field with the
     same type and mode (extra columns are fine: the mutator adds them) and the requested
-    partitioning and clustering; otherwise PermanentError names each difference.
+    partitioning and clustering; otherwise PermanentError names each difference. With
+    ``check_existing=False`` any existing table is accepted as it is (loader 2.x's
+    create-if-not-exists at start).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def create_events_table(
     *,
     timeout: float = 30.0,
     retry_deadline: float = 60.0,
+    check_existing: bool = True,
 ) -> bool:
     """Create the table unless a compatible one exists; return True when it was created now.
 
@@ -53,6 +56,8 @@ def create_events_table(
         try:
             client.create_table(table, retry=retry, timeout=timeout)
         except gexc.Conflict:
+            if not check_existing:
+                return False
             existing = client.get_table(ref, retry=retry, timeout=timeout)
             _check_compatible(name, existing, fields, partition_column, cluster_by)
             return False

@@ -1,16 +1,21 @@
-"""Any Snowplow BigQuery Loader config, 0.x or 1.x, as the one ``PipelineConfig`` the services read.
+"""Any Snowplow BigQuery Loader config, 0.x, 1.x or 2.x, as the one ``PipelineConfig`` the services read.
 
-Two layouts name the same pipeline:
+Three layouts name the same pipeline:
 
 - 0.x: the self-describing ``bigquery_config`` JSON (``BigQueryConfig.parse``);
 - 1.x: one HOCON tree for every app (``projectId``, ``loader.input.subscription``,
   ``loader.output.{good,bad,types,failedInserts}``, ``mutator.{input,output}``,
-  ``repeater.{input,output}``), substitutions already resolved by the caller.
+  ``repeater.{input,output}``), substitutions already resolved by the caller;
+- 2.x: one HOCON tree for its one app (``input.subscription``, ``output.good``,
+  ``output.bad.topic`` …; ``plowline_core.v2_config``). What plowline needs and 2.x has
+  no key for is derived (``plowline_core.v2_names``); the table is written with the
+  Storage Write API (default stream), as 2.x writes it.
 
 ``PipelineConfig.from_document`` tells them apart by shape and maps the 1.x names onto
 ``BigQueryConfig`` (streaming inserts, as 1.x's StreamLoader wrote). Keys plowline has no
 use for (``consumerSettings``, ``sinkSettings``, ``retrySettings``, ``monitoring`` …) are
-returned in ``unmapped``, never silently dropped: the caller names them in one warning.
+returned in ``unmapped`` (2.x: each with its reason), never silently dropped: the caller
+names them in one warning.
 
 Notes:
     Pure: takes the parsed document, reads no file and no environment.
@@ -24,8 +29,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from plowline_core.config import BigQueryConfig, LoadKind, LoadMode
+from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
 from plowline_core.errors import ConfigError
+from plowline_core.v2_config import V2_NAME, V2Config, is_v2_document, parse_v2
+from plowline_core.v2_names import V2Names
 
 V1_NAME = "Snowplow 1.x HOCON config"
 
@@ -76,8 +83,11 @@ class PipelineConfig:
         repeater: the same with the repeater's table (1.x ``repeater.output.good``).
         failed_inserts_subscription: 1.x ``repeater.input.subscription`` (0.x: a flag).
         dead_end_bucket: 1.x ``repeater.output.deadLetters.bucket`` (0.x: a flag).
-        unmapped: dotted paths of the keys plowline does not use, in document order.
-        layout: ``0.x`` or ``1.x``.
+        unmapped: dotted paths of the keys plowline does not use, in document order
+            (2.x: ``path (reason)``).
+        layout: ``0.x``, ``1.x`` or ``2.x``.
+        v2: the 2.x settings (2.x layout only).
+        v2_names: the derived names of a 2.x config (2.x layout only).
     """
 
     bigquery: BigQueryConfig
@@ -87,13 +97,19 @@ class PipelineConfig:
     dead_end_bucket: str | None = None
     unmapped: tuple[str, ...] = ()
     layout: str = "0.x"
+    v2: V2Config | None = None
+    v2_names: V2Names | None = None
 
     @classmethod
-    def from_document(cls, document: Mapping[str, Any]) -> PipelineConfig:
-        """Return the config of a parsed 0.x or 1.x document.
+    def from_document(
+        cls, document: Mapping[str, Any], v2_overrides: Mapping[str, str | None] | None = None
+    ) -> PipelineConfig:
+        """Return the config of a parsed 0.x, 1.x or 2.x document.
+
+        ``v2_overrides`` (``V2Names`` field → value) replace derived 2.x names.
 
         Raises:
-            ConfigError: neither layout, or a required key missing or of the wrong type
+            ConfigError: no known layout, or a required key missing or of the wrong type
                 (the message names the dotted path).
         """
         if "schema" in document and "data" in document:
@@ -101,10 +117,12 @@ class PipelineConfig:
             return cls(bigquery, bigquery, bigquery)
         if "projectId" in document or "loader" in document:
             return _from_v1(document)
+        if is_v2_document(document):
+            return _from_v2(parse_v2(document), v2_overrides or {})
         raise ConfigError(
             "neither a Snowplow 0.x bigquery_config (self-describing JSON with schema and data) "
-            "nor a 1.x config (projectId, loader, mutator, repeater); keys found: "
-            f"{sorted(document)}"
+            "nor a 1.x config (projectId, loader, mutator, repeater) nor a 2.x config "
+            f"(input.subscription, output.good, output.bad); keys found: {sorted(document)}"
         )
 
 
@@ -141,6 +159,35 @@ def _from_v1(tree: Mapping[str, Any]) -> PipelineConfig:
         dead_end_bucket=_text(tree, "repeater.output.deadLetters.bucket", required=False),
         unmapped=tuple(path for path in _leaves(tree, "") if path not in _READ),
         layout="1.x",
+    )
+
+
+def _from_v2(v2: V2Config, overrides: Mapping[str, str | None]) -> PipelineConfig:
+    names = V2Names.derive(v2, overrides)
+    bigquery = BigQueryConfig(
+        name=V2_NAME,
+        id="",
+        project_id=v2.project,
+        dataset_id=v2.dataset,
+        table_id=v2.table,
+        input=v2.subscription,
+        types_topic=names.types_topic,
+        types_subscription=names.types_subscription,
+        bad_rows=v2.bad_topic,
+        failed_inserts=names.failed_inserts_topic,
+        load=LoadMode(LoadKind.STORAGE_WRITE_API, stream=WriteStreamKind.DEFAULT),
+        purpose="ENRICHED_EVENTS",
+    )
+    return PipelineConfig(
+        bigquery=bigquery,
+        mutator=bigquery,
+        repeater=bigquery,
+        failed_inserts_subscription=names.failed_inserts_subscription,
+        dead_end_bucket=names.dead_end_bucket,
+        unmapped=v2.ignored,
+        layout="2.x",
+        v2=v2,
+        v2_names=names,
     )
 
 

@@ -2,7 +2,8 @@
 
 Notes:
     Idempotent: what exists is left as it is, so ``plowline dev up`` may run it again on a
-    running stack. The events table gets ``plowline_core.event.fields.ATOMIC_COLUMNS``.
+    running stack. The events table gets ``plowline_core.event.fields.ATOMIC_COLUMNS``
+    (``table_layout`` 2.x: loader 2.x's table, partitioned and clustered as 2.x makes it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ import contextlib
 
 from google.api_core.exceptions import AlreadyExists, Conflict
 from google.cloud import bigquery
-from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.event.fields import (
+    ATOMIC_COLUMNS,
+    V2_ATOMIC_COLUMNS,
+    V2_CLUSTER_BY,
+    V2_PARTITION_COLUMN,
+)
 
 from plowline_devstack.clients import (
     BIGQUERY_RETRY,
@@ -64,13 +70,20 @@ def provision_pubsub(config: StackConfig, endpoints: Endpoints) -> None:
 
 
 def provision_bigquery(config: StackConfig, endpoints: Endpoints) -> None:
-    """Create the dataset and the events table with the atomic columns."""
+    """Create the dataset and the events table with the atomic columns (2.x's table for 2.x)."""
     client = bigquery_client(endpoints)
+    v2 = config.table_layout == "2.x"
     with client:
         dataset = bigquery.Dataset(f"{config.project}.{config.dataset}")
         client.create_dataset(dataset, exists_ok=True, retry=BIGQUERY_RETRY, timeout=_TIMEOUT)
-        schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
+        columns = V2_ATOMIC_COLUMNS if v2 else ATOMIC_COLUMNS
+        schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in columns]
         table = bigquery.Table(f"{config.project}.{config.dataset}.{config.table}", schema=schema)
+        if v2:
+            table.time_partitioning = bigquery.TimePartitioning(
+                type_=bigquery.TimePartitioningType.DAY, field=V2_PARTITION_COLUMN
+            )
+            table.clustering_fields = list(V2_CLUSTER_BY)
         client.create_table(table, exists_ok=True, retry=BIGQUERY_RETRY, timeout=_TIMEOUT)
 
 

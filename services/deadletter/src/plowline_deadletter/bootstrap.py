@@ -24,6 +24,7 @@ from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
+from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 
 from plowline_deadletter.lookback import Lookback, recall_at_start
@@ -44,8 +45,27 @@ GRANTS: tuple[Grant, ...] = (
 
 
 def load_config(settings: DeadLetterSettings) -> BigQueryConfig:
-    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64)."""
+    """Read the Snowplow config (0.x JSON, 1.x or 2.x HOCON, a path or base64)."""
     return load_pipeline_config(settings.config, "--config").bigquery
+
+
+def resolve(settings: DeadLetterSettings) -> tuple[BigQueryConfig, str, str]:
+    """Return the config, the bad-rows subscription and the bucket (a 2.x config derives them).
+
+    Raises:
+        ConfigError: the subscription or the bucket is not given (0.x/1.x configs).
+    """
+    overrides = {"bad_rows_subscription": settings.bad_rows_sub, "bad_rows_bucket": settings.bucket}
+    pipeline = load_pipeline_config(settings.config, "--config", v2_overrides=overrides)
+    names = pipeline.v2_names
+    subscription = names.bad_rows_subscription if names else settings.bad_rows_sub
+    bucket = names.bad_rows_bucket if names else settings.bucket
+    if subscription is None or bucket is None:
+        raise ConfigError(
+            "--badRowsSub and --bucket are required (PLOWLINE_DEADLETTER_BAD_ROWS_SUB, "
+            "PLOWLINE_DEADLETTER_BUCKET); a 2.x config derives both"
+        )
+    return pipeline.bigquery, subscription, bucket
 
 
 def subscription_path(project: str, name: str) -> str:
@@ -55,8 +75,8 @@ def subscription_path(project: str, name: str) -> str:
 
 def run(settings: DeadLetterSettings) -> int:
     """Consume bad rows into the bucket until SIGTERM; return the exit code."""
-    config = load_config(settings)
-    bucket, prefix = parse_gcs_url(settings.bucket)
+    config, subscription, bucket_url = resolve(settings)
+    bucket, prefix = parse_gcs_url(bucket_url)
     options = settings.options()
     registry = MetricsRegistry("deadletter")
     store = GcsBlobStore(
@@ -69,7 +89,7 @@ def run(settings: DeadLetterSettings) -> int:
     watch = ProgressWatch(settings.stall_timeout_s, time.monotonic)
     subscriber = PubSubSubscriber(
         client,
-        subscription_path(config.project_id, settings.bad_rows_sub),
+        subscription_path(config.project_id, subscription),
         max_messages=settings.max_outstanding,
         max_lease_seconds=int(options.window * 2 + 600),
         watch=watch,
@@ -89,7 +109,7 @@ def run(settings: DeadLetterSettings) -> int:
     _log.info(
         "dead-letter writer started",
         subscription=subscriber.subscription_path,
-        bucket=settings.bucket,
+        bucket=bucket_url,
         port=health.port,
     )
     code = 0

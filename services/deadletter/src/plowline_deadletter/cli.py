@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plowline_cloud.command_line import with_default_command
+from plowline_cloud.config_source import IGLU_CONFIG_HELP
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
@@ -66,20 +67,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--config",
         metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON or 1.x HOCON, a path or base64 (projectId)",
+        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+        "(projectId; a 2.x config also names the default --badRowsSub and --bucket)",
     )
     run.add_argument(
         "--resolver",
         metavar="PATH|BASE64",
         help="Iglu resolver config: accepted as Snowplow passes it, not needed to write bad rows",
     )
+    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--badRowsSub",
         dest="bad_rows_sub",
         metavar="SUB",
-        help="bad-rows subscription: short name in projectId, or projects/P/subscriptions/S",
+        help="bad-rows subscription: short name in projectId, or projects/P/subscriptions/S "
+        "(2.x config default: projects/P/subscriptions/plowline-<dataset>-<table>-bad-rows)",
     )
-    run.add_argument("--bucket", metavar="gs://BUCKET/PATH", help="where objects are written")
+    run.add_argument(
+        "--bucket",
+        metavar="gs://BUCKET/PATH",
+        help="where objects are written (2.x config default: gs://<project>-plowline-bad-rows)",
+    )
     run.add_argument(
         "--window",
         type=float,
@@ -122,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser.parse_args(argv))
     args.pop("command")
     args.pop("resolver", None)  # accepted for Snowplow's command line; bad rows need no schemas
+    args.pop("iglu_config", None)
     return _run(args)
 
 

@@ -31,8 +31,9 @@ class DeadLetterSettings(BaseSettings):
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
-    bad_rows_sub: str
-    bucket: str
+    #: both required, except with a 2.x config (plowline_core.v2_names derives them)
+    bad_rows_sub: str | None = None
+    bucket: str | None = None
     window: PositiveFloat = 60.0
     max_rows: PositiveInt = 10_000
     gzip: bool = False
@@ -53,8 +54,8 @@ class DeadLetterSettings(BaseSettings):
 
     @field_validator("bucket")
     @classmethod
-    def _gs_url(cls, value: str) -> str:
-        if not value.startswith("gs://") or len(value) <= len("gs://"):
+    def _gs_url(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("gs://") or len(value) <= len("gs://")):
             raise ValueError(f"must look like gs://bucket[/path], got {value!r}")
         return value
 

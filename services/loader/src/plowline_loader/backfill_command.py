@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "config": args.config,
                 "resolver": args.resolver,
+                "iglu_config": args.iglu_config,
                 "column_mode": args.column_mode,
                 "iglu_not_found": args.iglu_not_found,
                 "master": args.master,

@@ -19,6 +19,8 @@ Notes:
     embedded repositories are resolved against (which must exist on every executor).
     Memory (issue 4): the Google client modules are imported when a processor is built,
     not with this module, so the driver and the source's reader processes never load them.
+    A Snowplow 2.x config brings 2.x's settings (``read_config``), and the driver creates
+    2.x's table when it is missing (``create_v2_table``), as loader 2.x does at start.
 """
 
 from __future__ import annotations
@@ -34,19 +36,21 @@ from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.iglu import registries_from_config
 from plowline_core.badrows import Processor
-from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
+from plowline_core.config import BigQueryConfig, LoaderOptions, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
+from plowline_core.event.fields import V2_ATOMIC_COLUMNS, V2_CLUSTER_BY, V2_PARTITION_COLUMN
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.iglu.config import ResolverConfig, parse_not_found
 from plowline_core.iglu.resolver import Resolver
+from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.ports import RowSink, TableSchemaStore
 from plowline_core.schema.entity import ColumnMode
-from plowline_core.schema.legacy import NO_RULES, ColumnRules
+from plowline_core.schema.legacy import ColumnRules
 from plowline_core.transform.row import RowBuilder
 
 from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
-from plowline_loader.types import TypeTracker
+from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S, TypeTracker
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -95,7 +99,14 @@ class WorkerConfig:
     staging_bucket: str | None = None
     ledger_table: str | None = None
     iglu_not_found: str | None = None
-    column_rules: ColumnRules = NO_RULES  # 2.x skipSchemas / legacyColumns (major mode)
+    types_republish_s: float = DEFAULT_REPUBLISH_AFTER_S
+    options: LoaderOptions = field(default_factory=LoaderOptions)
+    creates_table: bool = False  # a 2.x config: the driver creates 2.x's table if missing
+
+    @property
+    def column_rules(self) -> ColumnRules:
+        """The 2.x per-schema switches (skipSchemas, legacyColumns) the row builder takes."""
+        return self.options.column_rules
 
     @property
     def exactly_once(self) -> bool:
@@ -124,13 +135,33 @@ def load_bigquery_config(value: str | Path) -> BigQueryConfig:
     return load_pipeline_config(value, "--config").bigquery
 
 
-def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
+def read_config(settings: LoaderSettings) -> tuple[LoaderSettings, PipelineConfig]:
+    """Read ``--config`` (once): the settings with a 2.x config's values, and the config.
+
+    Raises:
+        ConfigError: the config is missing or invalid.
+    """
+    overrides = {
+        "types_topic": settings.types_topic,
+        "failed_inserts_topic": settings.failed_inserts_topic,
+    }
+    pipeline = load_pipeline_config(settings.config, "--config", v2_overrides=overrides)
+    return settings.with_config(pipeline), pipeline
+
+
+def worker_config(
+    settings: LoaderSettings, version: str, pipeline: PipelineConfig | None = None
+) -> WorkerConfig:
     """Read the configs named by ``settings`` and return the executors' config.
+
+    ``pipeline``: the config ``read_config`` returned with ``settings`` (read here if None).
 
     Raises:
         ConfigError: a config is missing or invalid (the resolver is built once to check it).
     """
-    bigquery = load_bigquery_config(settings.config)
+    if pipeline is None:
+        settings, pipeline = read_config(settings)
+    bigquery = pipeline.bigquery
     resolver, source = load_document(settings.resolver, "--resolver")
     config = WorkerConfig(
         bigquery=bigquery,
@@ -148,9 +179,36 @@ def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
         staging_bucket=staging_bucket(settings.staging_bucket, bigquery),
         ledger_table=settings.ledger_table,
         iglu_not_found=settings.iglu_not_found,
+        types_republish_s=settings.too_many_columns_delay,
+        options=settings.options(pipeline),
+        creates_table=pipeline.v2 is not None,
     )
     build_resolver(config)
     return config
+
+
+def create_v2_table(config: WorkerConfig) -> bool:
+    """Create loader 2.x's table unless the table exists (kept as it is); True if created now.
+
+    Raises:
+        PlowlineError: BigQuery refused or failed (e.g. no such dataset, no permission).
+    """
+    from plowline_cloud.clients import bigquery_client
+    from plowline_cloud.events_table import create_events_table
+
+    bigquery = config.bigquery
+    client = bigquery_client(bigquery.project_id, config.bigquery_emulator_host)
+    try:
+        return create_events_table(
+            client,
+            bigquery.table_ref,
+            V2_ATOMIC_COLUMNS,
+            partition_column=V2_PARTITION_COLUMN,
+            cluster_by=V2_CLUSTER_BY,
+            check_existing=False,
+        )
+    finally:
+        client.close()  # type: ignore[no-untyped-call]  # untyped in the client
 
 
 def staging_bucket(value: str | None, bigquery: BigQueryConfig) -> str | None:
@@ -217,7 +275,7 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
     return BatchProcessor(
         builder,
         destinations,
-        TypeTracker(config.column_mode, routes=builder.column_of),
+        TypeTracker(config.column_mode, config.types_republish_s, routes=builder.column_of),
         clock,
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),

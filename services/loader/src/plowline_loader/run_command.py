@@ -9,6 +9,12 @@ The default command: ``plowline-loader --config … --resolver …`` runs. Optio
 know (the Dataflow loader's ``--runner``, ``--project``, ``--region``, ``--tempLocation`` …)
 are ignored, and named in one warning at start.
 
+Snowplow 2.x's command line works as it is: ``plowline-loader --config config.hocon
+--iglu-config resolver.json``. A 2.x config sets the defaults 2.x has (Storage Write API,
+``major`` columns, batching.maxDelay as --trigger-interval, batching.maxBytes as
+--max-bytes, monitoring.healthProbe.port as --port …; a flag or variable still wins), and
+the loader creates 2.x's table at start when it is missing.
+
 Exit codes: 0 stopped by SIGTERM/SIGINT (in-flight batch finished), 1 the query failed
 or stalled (a micro-batch held longer than --stall-timeout without going through: the
 loader exits by itself so that it is restarted, ``vigil.py``), 2 usage or configuration
@@ -29,14 +35,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.command_line import option_names
+from plowline_cloud.config_source import IGLU_CONFIG_HELP
 from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP, ProgressWatch, register_watch_metrics
 from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_core.errors import ConfigError
+from plowline_core.errors import ConfigError, PlowlineError
 from plowline_core.schema.entity import ColumnMode
 
-from plowline_loader.bootstrap import worker_config
+from plowline_loader.bootstrap import WorkerConfig, create_v2_table, read_config, worker_config
 from plowline_loader.cli import EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
@@ -52,10 +59,11 @@ _POLL_S = 1  # seconds; awaitTermination takes whole seconds
 # Options whose value is handed to the settings as the user typed it (validated there).
 _FLAGS = {
     "--config": (
-        "Snowplow config: 0.x bigquery_config JSON or 1.x HOCON, as a path or base64 "
+        "Snowplow config: 0.x bigquery_config JSON, 1.x or 2.x HOCON, as a path or base64 "
         "(or PLOWLINE_LOADER_CONFIG)"
     ),
     "--resolver": "Iglu resolver config (JSON or HOCON), as a path or base64",
+    "--iglu-config": IGLU_CONFIG_HELP,
     "--checkpoint": "Spark checkpoint directory (local path or gs://…; default: a new temp dir)",
     "--master": (
         "Spark master of a plain run (default local[*]); under spark-submit leave it out: "
@@ -75,6 +83,18 @@ _FLAGS = {
     "--ledger-table": (
         "STORAGE_WRITE_API exactly-once: project.dataset.table of the ledger "
         "(default: <events table>_ledger)"
+    ),
+    "--types-topic": (
+        "2.x config: the types topic (default projects/P/topics/plowline-<dataset>-<table>-types"
+        "; or PLOWLINE_V2_TYPES_TOPIC)"
+    ),
+    "--failed-inserts-topic": (
+        "2.x config: the failed-inserts topic (default projects/P/topics/"
+        "plowline-<dataset>-<table>-failed-inserts; or PLOWLINE_V2_FAILED_INSERTS_TOPIC)"
+    ),
+    "--too-many-columns-delay": (
+        "seconds before a type still without a column (e.g. the table at BigQuery's column "
+        "limit) is announced again (default 600; 2.x config: retries.tooManyColumns.delay)"
     ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
     "--stall-timeout": (
@@ -99,7 +119,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_common_flags(parser)
     for flag, text in _FLAGS.items():
-        if flag not in ("--config", "--resolver"):
+        if flag not in ("--config", "--resolver", "--iglu-config"):
             parser.add_argument(flag, metavar="VALUE", help=text)
     parser.set_defaults(handler=run)
 
@@ -107,13 +127,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags ``run`` and ``backfill`` share."""
     parser.add_argument("--config", required=True, metavar="PATH|BASE64", help=_FLAGS["--config"])
-    parser.add_argument(
-        "--resolver", required=True, metavar="PATH|BASE64", help=_FLAGS["--resolver"]
-    )
+    parser.add_argument("--resolver", metavar="PATH|BASE64", help=_FLAGS["--resolver"])
+    parser.add_argument("--iglu-config", metavar="PATH|BASE64", help=_FLAGS["--iglu-config"])
     parser.add_argument(
         "--column-mode",
         choices=[mode.value for mode in ColumnMode],
-        help="full: one column per full SchemaVer (loader 1.x, default); major: per model (2.x)",
+        help="full: one column per full SchemaVer (loader 1.x, default); major: per model "
+        "(2.x, the default for a 2.x config)",
     )
     parser.add_argument("--iglu-not-found", metavar="NAME=STATUS,…;…", help=NOT_FOUND_HELP)
 
@@ -137,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
         configure_logging("loader", settings.log_level, settings.log_json)
         _warn_ignored(getattr(args, "ignored_options", []))
         _warn_missing_archive(settings.class_archive)
-        config = worker_config(settings, loader_version())
+        settings, pipeline = read_config(settings)
+        config = worker_config(settings, loader_version(), pipeline)
         ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
         spark_settings = command_spark_settings(
             settings.master,
@@ -148,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"plowline-loader run: {error}", file=sys.stderr, flush=True)
         return EXIT_USAGE
+    if config.creates_table and not _create_table(config):
+        return EXIT_UNAVAILABLE
     stop = _stop_event()
     registry = MetricsRegistry("loader")
     metrics = LoaderMetrics.create(registry)
@@ -173,6 +196,19 @@ def run(args: argparse.Namespace) -> int:
         spark.stop()
         health.stop()
     return code
+
+
+def _create_table(config: WorkerConfig) -> bool:
+    """Create 2.x's table when it is missing, as loader 2.x does at start; False if it failed."""
+    try:
+        created = create_v2_table(config)
+    except PlowlineError as error:
+        _log.error(
+            "cannot create the events table", table=config.bigquery.table_ref, error=str(error)
+        )
+        return False
+    _log.info("table created" if created else "table exists", table=config.bigquery.table_ref)
+    return True
 
 
 def log_spark_session(spark: SparkSession) -> None:

@@ -10,6 +10,9 @@ Notes:
     in ``FILE_LOADS`` mode (one load job per partition per window), back to back otherwise.
     ``config`` and ``resolver`` are a path or base64 of JSON/HOCON (``plowline_cloud.config_source``).
     ``max_bad_row_bytes`` is capped so that a bad row always fits one Pub/Sub message.
+    ``resolver`` may be given as 2.x's ``--iglu-config`` instead. A 2.x config brings
+    2.x's settings (``with_config``): they stand in for the defaults, never for a flag or
+    a variable the user set.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
+from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
 from pydantic import (
     AliasChoices,
@@ -28,10 +32,12 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 
@@ -44,7 +50,8 @@ class LoaderSettings(BaseSettings):
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
-    resolver: str | Path
+    resolver: str | Path  # or iglu_config (2.x's name)
+    iglu_config: str | Path | None = None
     column_mode: ColumnMode = ColumnMode.FULL
     checkpoint: str | None = None
     master: str | None = None  # None: local[*] in a plain run, the launcher's under spark-submit
@@ -82,6 +89,49 @@ class LoaderSettings(BaseSettings):
     staging_bucket: str | None = None
     iglu_not_found: str | None = None
     ledger_table: str | None = None
+    #: 2.x configs: the names 2.x has no key for (unset: plowline_core.v2_names)
+    types_topic: str | None = None
+    failed_inserts_topic: str | None = None
+    #: seconds before a type still without a column (e.g. the table at BigQuery's column
+    #: limit) is announced again; 2.x: retries.tooManyColumns.delay
+    too_many_columns_delay: PositiveFloat = DEFAULT_REPUBLISH_AFTER_S
+    #: 2.x decompression.* and exitOnMissingIgluSchema (2.x's defaults for a 2.x config)
+    max_bytes_single_payload: PositiveInt = 10_000_000
+    max_bytes_in_batch: PositiveInt = 5_242_880
+    exit_on_missing_iglu_schema: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _iglu_config(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("resolver") is None:
+            iglu = data.get("iglu_config")
+            if iglu is not None:
+                return {**data, "resolver": iglu}
+        return data
+
+    def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
+        """Return these settings with a 2.x config's values where the user set none.
+
+        ``batching.maxDelay`` is the trigger interval, ``batching.maxBytes`` the bytes per
+        partition, ``batching.writeBatchConcurrency`` the partitions,
+        ``monitoring.healthProbe.port`` the port; the column mode is ``major``.
+        """
+        v2 = pipeline.v2
+        if v2 is None:
+            return self
+        from_config: dict[str, Any] = {
+            "column_mode": ColumnMode.MAJOR,
+            "port": v2.health_port,
+            "trigger_interval": v2.max_delay_s,
+            "max_bytes": v2.max_bytes,
+            "partitions": v2.write_batch_concurrency,
+            "too_many_columns_delay": v2.too_many_columns_delay_s,
+            "max_bytes_single_payload": v2.max_bytes_single_payload,
+            "max_bytes_in_batch": v2.max_bytes_in_batch,
+            "exit_on_missing_iglu_schema": v2.exit_on_missing_iglu_schema,
+        }
+        update = {k: v for k, v in from_config.items() if k not in self.model_fields_set}
+        return self.model_copy(update=update)
 
     def trigger_interval_s(self, load: LoadMode) -> float:
         """Return the seconds between micro-batch starts for ``load`` (see the module notes)."""
@@ -91,13 +141,17 @@ class LoaderSettings(BaseSettings):
             return float(load.frequency)
         return 0.0
 
-    def options(self) -> LoaderOptions:
-        """Return the core option object (validated there too)."""
+    def options(self, pipeline: PipelineConfig | None = None) -> LoaderOptions:
+        """Return the core option object (validated there too); 2.x's column keys from ``pipeline``."""
+        v2 = pipeline.v2 if pipeline is not None else None
         return LoaderOptions(
             column_mode=self.column_mode,
             max_batch_messages=self.insert_batch_rows,
             parallelism=self.partitions,
             max_bad_row_bytes=self.max_bad_row_bytes,
+            legacy_columns=v2.legacy_columns if v2 else (),
+            legacy_column_mode=v2.legacy_column_mode if v2 else False,
+            skip_schemas=v2.skip_schemas if v2 else (),
         )
 
 
@@ -127,6 +181,8 @@ def describe_errors(error: ValidationError) -> str:
     for item in error.errors():
         name = str(item["loc"][0]) if item["loc"] else "settings"
         flag = "--" + name.replace("_", "-")
+        if name == "resolver":
+            flag = "--resolver (or 2.x's --iglu-config)"
         got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
         lines.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {item['msg']}{got}")
     return "invalid settings: " + "; ".join(lines)

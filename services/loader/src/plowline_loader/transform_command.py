@@ -57,9 +57,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--resolver",
+        "--iglu-config",  # Snowplow 2.x's name
+        dest="resolver",
         required=True,
         metavar="PATH|BASE64",
-        help="Iglu resolver config (JSON or HOCON), as a path or base64",
+        help="Iglu resolver config (JSON or HOCON), as a path or base64 (2.x: --iglu-config)",
     )
     parser.add_argument(
         "--config",

@@ -53,10 +53,15 @@ class Runtime:
     _closers: list[Any] = field(default_factory=list)
 
     def subscriber(self) -> PubSubSubscriber:
-        """Return a subscriber on the types subscription of the config."""
+        """Return a subscriber on the types subscription of the config (a short name: its project)."""
         client = subscriber_client(self.settings.pubsub_emulator_host)
         self._closers.append(client)
-        path = client.subscription_path(self.table.project_id, self.table.types_subscription)
+        name = self.table.types_subscription
+        path = (
+            name
+            if name.startswith("projects/")
+            else client.subscription_path(self.table.project_id, name)
+        )
         return PubSubSubscriber(client, str(path), callback_threads=4, watch=self.watch)
 
     def listener(self) -> TypesListener:
@@ -75,20 +80,23 @@ class Runtime:
         self.bigquery.close()  # type: ignore[no-untyped-call]  # untyped in the client
 
 
-def load_table_config(value: str | Path) -> BigQueryConfig:
-    """Read the Snowplow config (0.x JSON or 1.x HOCON, a path or base64): the mutator's table.
+def load_table_config(value: str | Path, types_subscription: str | None = None) -> BigQueryConfig:
+    """Read the Snowplow config (0.x JSON, 1.x/2.x HOCON, a path or base64): the mutator's table.
+
+    ``types_subscription`` overrides a 2.x config's derived one.
 
     Raises:
         ConfigError: unreadable, unparsable or invalid (the message starts with --config).
     """
-    return load_pipeline_config(value, "--config").mutator
+    overrides = {"types_subscription": types_subscription}
+    return load_pipeline_config(value, "--config", v2_overrides=overrides).mutator
 
 
 def build_table_client(settings: MutatorSettings) -> tuple[BigQueryConfig, bigquery.Client]:
     """Return the table config and a BigQuery client for its project."""
     settings.require("config")
     assert settings.config is not None  # checked by require
-    table = load_table_config(settings.config)
+    table = load_table_config(settings.config, settings.types_subscription)
     return table, bigquery_client(table.project_id, settings.bigquery_emulator_host)
 
 

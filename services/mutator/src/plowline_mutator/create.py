@@ -2,6 +2,10 @@
 
 An existing table with every atomic column and the asked partitioning and clustering is
 accepted as it is (exit 0); an incompatible one fails with each difference named (exit 1).
+
+For a Snowplow 2.x config the table is the one loader 2.x creates: money columns NUMERIC,
+``load_tstamp`` REQUIRED, DAY-partitioned on ``load_tstamp`` and clustered by
+``event_name`` (unless --partitionColumn / --clusterBy say otherwise).
 """
 
 from __future__ import annotations
@@ -10,8 +14,14 @@ import argparse
 
 import structlog
 from plowline_cloud.bigquery import create_events_table
-from plowline_core.event.fields import ATOMIC_COLUMNS
+from plowline_core.event.fields import (
+    ATOMIC_COLUMNS,
+    V2_ATOMIC_COLUMNS,
+    V2_CLUSTER_BY,
+    V2_PARTITION_COLUMN,
+)
 from plowline_core.schema.names import is_valid_name
+from plowline_core.v2_config import V2_NAME
 
 from plowline_mutator.bootstrap import build_table_client
 from plowline_mutator.options import EXIT_OK, EXIT_USAGE, SERVICE, Subparsers, add_config, run_job
@@ -75,14 +85,15 @@ def _create(settings: MutatorSettings, args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     table, client = build_table_client(settings)
+    v2 = table.name == V2_NAME
     try:
         created = create_events_table(
             client,
             table.table_ref,
-            ATOMIC_COLUMNS,
-            partition_column=args.partition_column,
+            V2_ATOMIC_COLUMNS if v2 else ATOMIC_COLUMNS,
+            partition_column=args.partition_column or (V2_PARTITION_COLUMN if v2 else None),
             require_partition_filter=args.require_partition_filter,
-            cluster_by=tuple(args.cluster_by),
+            cluster_by=tuple(args.cluster_by) or (V2_CLUSTER_BY if v2 else ()),
         )
     finally:
         client.close()  # type: ignore[no-untyped-call]  # untyped in the client

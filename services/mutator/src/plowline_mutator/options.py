@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 import structlog
+from plowline_cloud.config_source import IGLU_CONFIG_HELP, load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError, PlowlineError
@@ -30,13 +31,22 @@ Job = Callable[[MutatorSettings, argparse.Namespace], int]
 def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
     """Add ``--config`` and ``--resolver`` (every subcommand), and the Iglu flags if ``resolver``.
 
-    Both take a path or base64 of JSON or HOCON, as Snowplow 0.x and 1.x pass them.
+    Both take a path or base64 of JSON or HOCON, as Snowplow 0.x, 1.x and 2.x pass them
+    (2.x's ``--iglu-config`` is ``--resolver``); ``--types-subscription`` names the types
+    subscription of a 2.x config, which has no key for it.
     """
     parser.add_argument(
         "--config",
         metavar="PATH|BASE64",
-        help="Snowplow config: 0.x bigquery_config JSON or 1.x HOCON, a path or base64 "
+        help="Snowplow config: 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
         "(or PLOWLINE_MUTATOR_CONFIG)",
+    )
+    parser.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
+    parser.add_argument(
+        "--types-subscription",
+        metavar="projects/P/subscriptions/S",
+        help="2.x config: the types subscription (default: projects/P/subscriptions/"
+        "plowline-<dataset>-<table>-types; or PLOWLINE_V2_TYPES_SUBSCRIPTION)",
     )
     parser.add_argument(
         "--resolver",
@@ -62,6 +72,10 @@ def run_job(job: Job, args: argparse.Namespace) -> int:
     """Build settings, configure logging and run ``job``; map errors to exit codes."""
     try:
         settings = settings_from_args(args)
+        if settings.config is not None:  # a 2.x config brings its column mode (warned later)
+            settings = settings.with_config(
+                load_pipeline_config(settings.config, warn=lambda _: None)
+            )
     except ConfigError as error:
         print(f"{SERVICE}: {error}", file=sys.stderr)
         return EXIT_USAGE

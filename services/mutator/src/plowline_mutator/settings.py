@@ -3,6 +3,8 @@
 Every subcommand builds one ``MutatorSettings`` at start (``settings_from_args``) and passes
 it down; nothing else reads the environment. The emulator endpoints use the standard
 Google names (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``), unset on GCP.
+``resolver`` may be given as 2.x's ``--iglu-config``; a 2.x config makes ``major`` the
+column mode unless one is set (``with_config``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from plowline_core.errors import ConfigError
+from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
-from pydantic import AliasChoices, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, SecretStr, ValidationError, field_validator, model_validator
 from pydantic import Field as Setting
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -21,6 +24,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 _FROM_ARGS = (
     "config",
     "resolver",
+    "iglu_config",
+    "types_subscription",
     "column_mode",
     "iglu_not_found",
     "host",
@@ -43,6 +48,8 @@ class MutatorSettings(BaseSettings):
 
     config: str | Path | None = None  # a path or base64 (plowline_cloud.config_source)
     resolver: str | Path | None = None
+    iglu_config: str | Path | None = None  # 2.x's name for resolver
+    types_subscription: str | None = None  # 2.x configs (unset: plowline_core.v2_names)
     column_mode: ColumnMode = ColumnMode.FULL
     iglu_not_found: str | None = None
     host: str = "127.0.0.1"
@@ -72,6 +79,21 @@ class MutatorSettings(BaseSettings):
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("the API token must not be blank")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _iglu_config(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("resolver") is None:
+            iglu = data.get("iglu_config")
+            if iglu is not None:
+                return {**data, "resolver": iglu}
+        return data
+
+    def with_config(self, pipeline: PipelineConfig) -> MutatorSettings:
+        """Return these settings with ``major`` columns for a 2.x config, unless a mode was set."""
+        if pipeline.v2 is None or "column_mode" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"column_mode": ColumnMode.MAJOR})
 
     def require(self, *names: str) -> None:
         """Raise ConfigError naming each of the given settings that is unset."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from plowline_cloud.command_line import with_default_command
+from plowline_cloud.config_source import IGLU_CONFIG_HELP
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
 
@@ -65,24 +66,28 @@ def _add_run(commands: Any) -> None:
     run.add_argument(
         "--config",
         metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON or 1.x HOCON, a path or base64 (table)",
+        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+        "(table)",
     )
     run.add_argument(
         "--resolver", metavar="PATH|BASE64", help="Iglu resolver config, a path or base64"
     )
+    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--failedInsertsSub",
         dest="failed_inserts_sub",
         metavar="SUB",
         help="failed-inserts subscription: short name in projectId, or projects/P/subscriptions/S "
-        "(default: the 1.x config's repeater.input.subscription)",
+        "(default: the 1.x config's repeater.input.subscription; 2.x: projects/P/subscriptions/"
+        "plowline-<dataset>-<table>-failed-inserts)",
     )
     run.add_argument(
         "--deadEndBucket",
         dest="dead_end_bucket",
         metavar="gs://BUCKET/PATH",
         help="where rows that can never be inserted are written (must start with gs://; "
-        "default: the 1.x config's repeater.output.deadLetters.bucket)",
+        "default: the 1.x config's repeater.output.deadLetters.bucket; 2.x: "
+        "gs://<project>-plowline-dead-end)",
     )
     run.add_argument(
         "--backoffPeriod",

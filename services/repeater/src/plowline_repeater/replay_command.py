@@ -127,6 +127,8 @@ def register(commands: Any) -> None:
     )
     replay.add_argument(
         "--resolver",
+        "--iglu-config",  # Snowplow 2.x's name
+        dest="resolver",
         metavar="PATH|BASE64",
         help="Iglu resolver config: accepted as Snowplow passes it, not needed to replay",
     )

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import ConfigError
@@ -55,7 +55,8 @@ class RepeaterSettings(BaseSettings):
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
-    resolver: str | Path
+    resolver: str | Path  # or iglu_config (2.x's name)
+    iglu_config: str | Path | None = None
     failed_inserts_sub: str | None = None  # 1.x: repeater.input.subscription
     dead_end_bucket: str | None = None  # 1.x: repeater.output.deadLetters.bucket
     backoff_period: PositiveFloat = 900.0
@@ -70,6 +71,15 @@ class RepeaterSettings(BaseSettings):
     log_json: bool = True
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _iglu_config(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("resolver") is None:
+            iglu = data.get("iglu_config")
+            if iglu is not None:
+                return {**data, "resolver": iglu}
+        return data
 
     @model_validator(mode="after")
     def _stall_after_backoff(self) -> RepeaterSettings:

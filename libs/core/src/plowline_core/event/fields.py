@@ -1,4 +1,4 @@
-"""The 131 fields of a Snowplow enriched event, in TSV order, as data.
+"""The 131 fields of an enriched event in TSV order, and the tables loaders 1.x and 2.x make.
 
 Source: Snowplow's analytics SDK field table (``tests/data/conformance/enriched_fields.tsv``).
 Fields 53 ``contexts``, 59 ``unstruct_event`` and 123 ``derived_contexts`` hold
@@ -206,3 +206,29 @@ ATOMIC_COLUMNS: tuple[Field, ...] = tuple(
     if not f.is_entity
 ) + (LOAD_TSTAMP,)
 """The events table's atomic columns (v1 types), in TSV order, then ``load_tstamp``."""
+
+MONEY_FIELDS = frozenset(
+    {
+        "tr_total",
+        "tr_tax",
+        "tr_shipping",
+        "ti_price",
+        "tr_total_base",
+        "tr_tax_base",
+        "tr_shipping_base",
+        "ti_price_base",
+    }
+)
+"""The monetary atomic fields: FLOAT in the 1.x table, NUMERIC (18 digits, scale 2) in 2.x's."""
+
+V2_ATOMIC_COLUMNS: tuple[Field, ...] = tuple(
+    Field(f.name, FieldType.NUMERIC, f.mode) if f.name in MONEY_FIELDS else f
+    for f in ATOMIC_COLUMNS[:-1]
+) + (Field(LOAD_TSTAMP.name, FieldType.TIMESTAMP, Mode.REQUIRED),)
+"""The atomic columns of the table loader 2.x creates: money NUMERIC, ``load_tstamp`` REQUIRED."""
+
+V2_PARTITION_COLUMN = "load_tstamp"
+"""2.x's table is DAY-partitioned on this column."""
+
+V2_CLUSTER_BY: tuple[str, ...] = ("event_name",)
+"""2.x's table is clustered by these columns."""
