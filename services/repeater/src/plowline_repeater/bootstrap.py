@@ -39,7 +39,7 @@ from plowline_cloud.clients import (
 )
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
-from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
+from plowline_cloud.liveness import ProgressWatch, keep_consuming, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -195,7 +195,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         port=health.port,
     )
     try:
-        return _loop(repeater, subscriber, stop)
+        return _loop(repeater, subscriber, watch, stop)
     finally:
         repeater.close()
         subscriber.stop(timeout=30)
@@ -205,14 +205,14 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         _log.info("repeater stopped")
 
 
-def _loop(repeater: Repeater, subscriber: PubSubSubscriber, stop: threading.Event) -> int:
-    while not stop.is_set():
+def _loop(
+    repeater: Repeater, subscriber: PubSubSubscriber, watch: ProgressWatch, stop: threading.Event
+) -> int:
+    def tick() -> None:
         repeater.step()
-        if not subscriber.running:
-            _log.error("streaming pull ended")
-            return 1
         repeater.arrived.wait(_TICK_SECONDS)
-    return 0
+
+    return keep_consuming(subscriber, watch, stop, tick, name="repeater").code
 
 
 def _stop_event() -> threading.Event:
