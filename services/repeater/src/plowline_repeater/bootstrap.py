@@ -11,7 +11,9 @@ Notes:
     ignores the loader's hand-over marks (``honour_hand_overs=False``): the ids it was
     handed are its own; a loader copy of one arriving later is dropped by the mark.
     Left open (see ``write_api_pending``): a loader crash between the failed-insert
-    publish and the mark. Shutdown (SIGTERM/SIGINT): stop taking new
+    publish and the mark. ``replay --to table`` inserts through the same sink as ``run``
+    (``reinsert_sink``), so a replay run again later writes no row twice in exactly-once
+    mode either. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
 """
@@ -290,9 +292,17 @@ def _destination(
         return
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(bigquery, config.table_ref, 1.0, SystemClock())
+    # The write mode's own sink: in exactly-once mode through the loader's ledger, so a
+    # replay run again (after a crash, or by hand) any time later writes no row twice.
+    sink = reinsert_sink(
+        config.load,
+        bigquery,
+        config.table_ref,
+        schema,
+        endpoints.bigquery_emulator_grpc_host,
+        settings.ledger_table,
+    )
     try:
-        yield TableDestination(
-            BigQueryRowSink(bigquery, config.table_ref, schema), config.table_ref
-        )
+        yield TableDestination(sink, config.table_ref)
     finally:
         bigquery.close()  # type: ignore[no-untyped-call]  # google-cloud-bigquery leaves it unannotated
