@@ -8,8 +8,18 @@ mode the rows are shuffled by event id first, so there the source is the plain
 ``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``.
 When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
-action again (pulling the nacked messages back); readiness returns with the first batch
-that goes through.
+action again; readiness returns with the first batch that goes through.
+
+A retried action re-processes stale deliveries, absorbed as follows. In exactly-once
+mode Spark reuses the shuffle's output: the retry pulls nothing and runs the very rows of
+the first attempt again, under their old ack ids, those acked (their rows durable) and
+those nacked alike. The ledger skips every row already committed, and the task writes
+the rest; acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in
+a later micro-batch, where the ledger skips it. With the processing source the planned
+partitions are reused: each task pulls again (the nacked messages among others), and
+partition 0 replays the driver's probe delivery under its old ack id, whether its row
+went through the first time or not: a second copy, which insertAll's insertId absorbs
+and the at-least-once modes allow.
 
 A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
 the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the

@@ -38,12 +38,13 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
 - **Restarts.** A committed batch is never re-run. An uncommitted batch in the offset log
   is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
   it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
-  correct because no message was acked by the failed run. A task retry does the same.
+  correct because no message was acked by the failed run. A task retry, or the driver's
+  retry of the action, pulls afresh, but partition 0 replays the probe delivery under its
+  old ack id (``streaming``: how that is absorbed).
 
 Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
-re-plans the scan and re-runs ``read()``, pulling other messages; the first action's
-messages come back only after their deadline, and the probe delivery goes to the first
-planning only), and never filter rows out before the acking sink (a dropped row is never
+re-runs ``read()`` over the same partitions, pulling other messages and replaying the
+probe delivery), and never filter rows out before the acking sink (a dropped row is never
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
 
@@ -91,8 +92,7 @@ SCHEMA = StructType(
         StructField("attributes", MapType(StringType(), StringType(), False), False),
     ]
 )
-# After the first pull of a partition, a pull that waits this long and gets nothing means
-# the backlog is drained for now; the next micro-batch picks up what arrives later.
+# After a partition's first pull, one that waits this long for nothing: drained for now.
 _DRAIN_TIMEOUT_S = 0.25
 PROBE_LEASE_S = 120
 """Lease on the driver's probe delivery until a task takes it over (see ``latestOffset``)."""
