@@ -119,3 +119,43 @@ def _run_until_sigterm(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_listen_whose_subscription_is_deleted_exits_1(
+    local_stack: LocalStack, tmp_path: Path
+) -> None:
+    """Deleting the types subscription under listen ends it with exit code 1 within 60 s."""
+    name = f"types-gone-{uuid.uuid4().hex[:8]}"
+    subscription = f"projects/{local_stack.project}/subscriptions/{name}"
+    target = local_stack.endpoints.pubsub_target
+    publisher_client(target).create_topic(name=f"projects/{local_stack.project}/topics/{name}")
+    subscriber = subscriber_client(target)
+    subscriber.create_subscription(
+        name=subscription, topic=f"projects/{local_stack.project}/topics/{name}"
+    )
+    config = json.loads((EXAMPLES / "config.json").read_text())
+    config["data"].update(projectId=local_stack.project, typesTopic=name, typesSubscription=name)
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(config))
+    command = [
+        str(Path(sys.executable).parent / "plowline-mutator"), "listen",
+        "--config", str(config_file), "--resolver", str(EXAMPLES / "resolver.json"),
+    ]  # fmt: skip
+    log = tmp_path / "listen.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command, env={**os.environ, **local_stack.env()}, stdout=sink, stderr=sink
+        )
+    try:
+        _wait_for(lambda: "listening" in log.read_text(), process, log, "listen did not start")
+        subscriber.delete_subscription(subscription=subscription)
+        code = process.wait(timeout=60)
+    finally:
+        subscriber.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    expected = (1, True)
+    assert expected == (code, "mutator listener stream ended" in log.read_text()), log.read_text()[
+        -3000:
+    ]
