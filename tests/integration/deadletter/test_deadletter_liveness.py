@@ -103,3 +103,23 @@ def test_writer_that_writes_stays_live(
     service.stop()
     expected = [200] * 8
     assert expected == answers, service.tail()
+
+
+def test_writer_whose_subscription_is_deleted_exits_1(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Its subscription deleted under it, the writer says why and exits 1 within 60 s."""
+    _, sub = _channel(local_stack)
+    service, port = _start(
+        start_service, config_files[0], sub, f"gs://plowline-bad-rows/gone-{uuid.uuid4().hex[:8]}"
+    )
+    eventually(lambda: _health(port) == 200, timeout=30)
+    subscriber = subscriber_client(local_stack.endpoints.pubsub_target)
+    subscriber.delete_subscription(subscription=sub)
+    subscriber.close()
+    code = service.process.wait(60)
+    expected = (1, True)
+    assert expected == (code, "dead-letter writer stream ended" in service.tail()), service.tail()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import time
 import warnings
@@ -29,9 +30,8 @@ class Clients:
 
     def __init__(self, faults: dict[str, Any], seed: int = 0) -> None:
         plan = parse_faults({"seed": seed, "pubsub": faults})
-        self.emulator = PubSubEmulator(
-            "127.0.0.1", 0, faults=PubSubFaults(plan.for_server("pubsub"), plan.seed)
-        )
+        self.faults = PubSubFaults(plan.for_server("pubsub"), plan.seed)
+        self.emulator = PubSubEmulator("127.0.0.1", 0, faults=self.faults)
         port = self.emulator.start()
         wait_until_ready("127.0.0.1", port, timeout=10)
         self.endpoint = f"127.0.0.1:{port}"
@@ -265,3 +265,64 @@ def test_the_subscriber_client_reopens_streams_closed_after_a_second(clients: An
     client.close()
     expected = (set(published), True)
     assert expected == (seen, running)
+
+
+def test_a_refused_pull_leases_nothing(clients: Any) -> None:
+    """pull-unavailable: Pull answers UNAVAILABLE, and a StreamingPull gets the message at once."""
+    c = clients({"pull-unavailable": {"rate": 1.0}})
+    [message_id] = c.publish(b"still there")
+    with pytest.raises(exceptions.ServiceUnavailable, match="unable to fulfill your request"):
+        c.subscriber.pull(subscription=c.subscription, max_messages=10, timeout=5, retry=None)
+    done = threading.Event()
+
+    def requests() -> Iterator[Any]:
+        yield types.StreamingPullRequest(
+            subscription=c.subscription, stream_ack_deadline_seconds=60
+        )
+        done.wait(30)
+
+    stream = c.subscriber.streaming_pull(requests=requests(), timeout=30)
+    try:
+        response = next(iter(stream))
+    finally:
+        done.set()
+    expected = ([message_id], 1)
+    assert expected == (
+        [r.message.message_id for r in response.received_messages],
+        c.faults.pulls_refused,
+    )
+
+
+def test_the_official_client_retries_a_refused_pull(clients: Any) -> None:
+    """pull-unavailable in a 1 s outage: Pull's default retry gets the message once it ends."""
+    c = clients({"pull-unavailable": {"rate": 0.5, "seconds": 1}}, seed=_striking_seed())
+    [message_id] = c.publish(b"after the outage")
+    response = c.subscriber.pull(subscription=c.subscription, max_messages=10, timeout=30)
+    expected = ([message_id], True)
+    assert expected == (
+        [r.message.message_id for r in response.received_messages],
+        c.faults.pulls_refused >= 1,
+    )
+
+
+def _striking_seed() -> int:
+    """Return a seed whose first pull-unavailable draw strikes at rate 0.5."""
+    return next(s for s in range(100) if random.Random(f"{s}:pull-unavailable").random() < 0.5)
+
+
+def test_a_refused_modify_ack_deadline_is_not_done_while_acks_go_through(clients: Any) -> None:
+    """modify-ack-deadline-unavailable: the nack answers UNAVAILABLE, undone; the ack settles it."""
+    c = clients({"modify-ack-deadline-unavailable": {"rate": 1.0}})
+    c.publish(b"nack refused")
+    first = c.pull()
+    with pytest.raises(exceptions.ServiceUnavailable, match="unable to fulfill your request"):
+        c.subscriber.modify_ack_deadline(
+            subscription=c.subscription,
+            ack_ids=[first[0].ack_id],
+            ack_deadline_seconds=0,
+            retry=None,
+        )
+    leased = c.pull()
+    c.subscriber.acknowledge(subscription=c.subscription, ack_ids=[first[0].ack_id], retry=None)
+    expected: tuple[list[Any], int] = ([], 1)
+    assert expected == (leased, c.faults.modacks_refused)

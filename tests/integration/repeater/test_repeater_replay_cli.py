@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -12,7 +13,12 @@ from typing import Any
 import orjson
 import pytest
 from plowline_cloud.clients import bigquery_client, storage_client
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_cloud.write_api import write_client
+from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.badrows import Processor, RecoveryErrorRow
+from plowline_core.ports import Row
+from plowline_core.testing.clock import FixedClock
 
 DEAD_END = "plowline-dead-end"
 PROCESSOR = Processor("plowline-repeater", "0.1.0")
@@ -151,3 +157,31 @@ def test_a_second_replay_has_nothing_to_do(
         _counts(local_stack, ids),
     )
     assert expected == actual, first.stdout + second.stdout + second.stderr
+
+
+def test_replay_in_exactly_once_mode_skips_a_row_the_ledger_holds(
+    local_stack: Any, config_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A dead-end row the loader committed meanwhile (exactly-once) is not written a second time."""
+    config = json.loads(config_files[0].read_text())
+    config["data"]["load"] = {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}
+    config_file = tmp_path / "exactly-once.json"
+    config_file.write_text(json.dumps(config))
+    row = _row()
+    bq = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
+    ledger = f"{local_stack.table_ref}_ledger"
+    ensure_ledger(bq, ledger)
+    store = BigQueryTableSchemaStore(
+        bq, local_stack.table_ref, 3600.0, FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
+    )
+    writes = write_client(local_stack.endpoints.bigquery_grpc_target)
+    committed = ExactlyOnceSink(writes, bq, local_stack.table_ref, ledger, store).insert(
+        [Row(row["event_id"], row)]
+    )
+    prefix = f"replay-eo-{uuid.uuid4().hex[:8]}"
+    bucket = storage_client(local_stack.project, local_stack.endpoints.storage_url).bucket(DEAD_END)
+    bucket.blob(f"{prefix}/{OBJECT_B}").upload_from_string(_line(row) + b"\n")
+    done = _replay(config_file, prefix)
+    expected = ([], 0, {row["event_id"]: 1})
+    actual = (committed, done.returncode, _counts(local_stack, [row["event_id"]]))
+    assert expected == actual, done.stdout + done.stderr

@@ -273,3 +273,22 @@ def test_sigkill_with_rows_buffered_loses_none(
     payloads = {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)}
     expected: tuple[list[Any], set[str]] = ([], wanted)
     assert expected == (before, payloads & wanted), second.tail()
+
+
+def test_a_repeater_whose_subscription_is_deleted_exits_1(
+    local_stack: Any,
+    config_files: tuple[Path, Path],
+    start_service: Callable[..., Any],
+    eventually: Callable[..., Any],
+) -> None:
+    """Its subscription deleted under it, the repeater says why and exits 1 within 60 s."""
+    prefix = f"t-{uuid.uuid4().hex[:8]}"
+    service = _start(start_service, local_stack, config_files, prefix)
+    eventually(lambda: "repeater started" in service.tail(), 30)
+    subscriber = subscriber_client(local_stack.endpoints.pubsub_target)
+    path = f"projects/{local_stack.project}/subscriptions/{_subscription(local_stack, prefix)}"
+    subscriber.delete_subscription(subscription=path)
+    subscriber.close()
+    code = service.process.wait(60)
+    expected = (1, True)
+    assert expected == (code, "repeater stream ended" in service.tail()), service.tail()

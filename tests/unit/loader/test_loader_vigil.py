@@ -101,6 +101,16 @@ def test_a_failed_query_ends_the_vigil_with_its_error() -> None:
     assert expected == (ending.code, ending.cause)
 
 
+def test_a_failed_query_makes_the_loader_not_alive() -> None:
+    """Once the query has ended, /healthz's watch says not alive and names why, idle or not."""
+    clock = _Clock()
+    watch = ProgressWatch(STALL, clock)
+    keep_vigil(_RunningQuery(clock, ends_after=0), threading.Event(), watch)
+    details = watch.details()
+    expected = (False, "streaming query ended: Job aborted due to stage failure")
+    assert expected == (details["alive"], details["streamEnded"])
+
+
 def test_the_hard_exit_fires_when_the_clean_stop_hangs() -> None:
     """The armed timer calls the exit with the code once its time is up."""
     exited: list[int] = []

@@ -225,6 +225,21 @@ class PubSubSubscriber:
         future = self._future
         return future is not None and not future.done()
 
+    def ended(self) -> str | None:
+        """Return why the streaming pull ended for good, or None while it runs (or was never opened).
+
+        Notes:
+            The official client reopens a stream that breaks on a retryable error by
+            itself; its future completes only on a non-retryable one (subscription
+            deleted, PermissionDenied, a credential refresh error) or on ``stop``.
+        """
+        future = self._future
+        if future is None or not future.done():
+            return None
+        error = None if future.cancelled() else future.exception(timeout=0)
+        reason = f"{type(error).__name__}: {error}" if error is not None else "closed"
+        return f"streaming pull from {self._subscription} ended ({reason})"
+
     def start(self, callback: Callable[[Delivery], None]) -> None:
         """Open a streaming pull that calls ``callback`` for each message on worker threads."""
         with self._lock:

@@ -30,6 +30,14 @@ each with its parameters; a parameter left out takes its default::
     rate = 0.01                               # share of those calls refused, nothing applied
     seconds = 0                               # after one, every such call fails this long (an outage)
 
+    [pubsub.pull-unavailable]                 # a unary Pull answers UNAVAILABLE, nothing leased
+    rate = 0.01                               # share of Pull calls refused
+    seconds = 0                               # after one, every Pull fails this long (an outage)
+
+    [pubsub.modify-ack-deadline-unavailable]  # ModifyAckDeadline alone answers UNAVAILABLE
+    rate = 0.01                               # share of those calls refused, nothing applied
+    seconds = 0                               # after one, every such call fails this long (an outage)
+
     [bigquery.backend-error]                  # 500/503 backendError on REST calls
     rate = 0.01
 
@@ -150,6 +158,41 @@ CATALOGUE: tuple[FaultSpec, ...] = (
                 3600.0,
                 "after one strikes, every such call is refused for this long (an outage), "
                 "0 = only that call",
+            ),
+        },
+    ),
+    FaultSpec(
+        "pubsub",
+        "pull-unavailable",
+        "a unary Pull is answered UNAVAILABLE and leases nothing (the messages stay "
+        "available to the next pull); the official clients retry it with back-off when "
+        "asked to (the default retry of Pull covers UNAVAILABLE)",
+        {
+            "rate": _rate("Pull calls answered UNAVAILABLE"),
+            "seconds": Param(
+                0.0,
+                0.0,
+                3600.0,
+                "after one strikes, every Pull is refused for this long (an outage), "
+                "0 = only that call",
+            ),
+        },
+    ),
+    FaultSpec(
+        "pubsub",
+        "modify-ack-deadline-unavailable",
+        "a ModifyAckDeadline call alone is answered UNAVAILABLE and not applied, while "
+        "Acknowledge goes through: a lease extension is lost (the message is delivered "
+        "again when its old deadline passes) or a nack is not done (it comes back only "
+        "then)",
+        {
+            "rate": _rate("ModifyAckDeadline calls answered UNAVAILABLE"),
+            "seconds": Param(
+                0.0,
+                0.0,
+                3600.0,
+                "after one strikes, every ModifyAckDeadline is refused for this long "
+                "(an outage), 0 = only that call",
             ),
         },
     ),

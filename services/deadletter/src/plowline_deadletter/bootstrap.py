@@ -19,7 +19,12 @@ import structlog
 from plowline_cloud.clients import storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_pipeline_config
-from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
+from plowline_cloud.liveness import (
+    EXIT_STOPPED,
+    ProgressWatch,
+    keep_consuming,
+    register_watch_metrics,
+)
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -112,14 +117,14 @@ def run(settings: DeadLetterSettings) -> int:
         bucket=bucket_url,
         port=health.port,
     )
-    code = 0
-    try:
-        while not stop.wait(_TICK_SECONDS):
+
+    def tick() -> None:
+        if not stop.wait(_TICK_SECONDS):
             writer.tick()
-            if not subscriber.running:
-                _log.error("streaming pull ended")
-                code = 1
-                break
+
+    code = EXIT_STOPPED
+    try:
+        code = keep_consuming(subscriber, watch, stop, tick, name="dead-letter writer").code
     finally:
         writer.close()
         subscriber.stop(timeout=30)

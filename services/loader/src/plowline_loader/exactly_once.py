@@ -6,9 +6,12 @@ whose lease lapsed (the source's driver-side probe message waits for partition 0
 which can take longer than the ack deadline on a cold first batch), and if the copies
 land in two partitions both prepare at once, neither sees the other in the ledger.
 So in exactly-once mode the driver keys the micro-batch by event id
-(``streaming.by_event_id``, cutting field ``EVENT_ID_INDEX`` of the line: every copy of an
-id reaches the same task) and the task writes each id once (``DistinctRowSink``, in
-``plowline_core.distinct_rows``: the repeater wraps its exactly-once sink in it too).
+(``streaming.by_event_id``: ``event_id_key``, field ``EVENT_ID_INDEX`` of the line lower-
+cased, so every copy of an id, in any spelling, reaches the same task) and the task writes
+each id once (``DistinctRowSink``, in ``plowline_core.distinct_rows``: the repeater wraps
+its exactly-once sink in it too). The ledger and ``DistinctRowSink`` key on the canonical
+id (``decode_uuid``: lower case); a key on the raw text sent ``ABC…`` and ``abc…`` to two
+tasks, where both committed.
 
 Notes:
     Spark-free (the composition root imports it). Keying adds one shuffle but no action:
@@ -24,6 +27,23 @@ from __future__ import annotations
 from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.event.fields import ENRICHED_FIELDS
 
-__all__ = ["EVENT_ID_INDEX", "DistinctRowSink"]  # DistinctRowSink: shared with the repeater
+__all__ = [
+    "EVENT_ID_INDEX",
+    "DistinctRowSink",
+    "event_id_key",
+]  # DistinctRowSink: the repeater's too
 
 EVENT_ID_INDEX = [field.name for field in ENRICHED_FIELDS].index("event_id")
+
+
+def event_id_key(data: bytes) -> str:
+    """Return the shuffle key of a message: its event id field lower-cased, else its whole text.
+
+    Notes:
+        The reference for ``streaming.key_column`` (the same key as a Spark expression,
+        held to this by a test on real Spark). Every spelling of an id that
+        ``decode_uuid`` accepts gives its canonical form, the ledger's key.
+    """
+    line = data.decode("utf-8", errors="replace")
+    fields = line.split("\t", EVENT_ID_INDEX + 1)
+    return (fields[EVENT_ID_INDEX] if len(fields) > EVENT_ID_INDEX else line).lower()

@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         _log.info("serving health", port=health.port)
         ending = keep_vigil(query, stop, watch, _POLL_S)
         code = ending.code
-        if ending.cause is not None and ending.cause.startswith("stalled"):
+        if ending.stalled:
             arm_hard_exit(code, settings.grace_period)
     finally:
         loader.stop(settings.grace_period * 0.8)

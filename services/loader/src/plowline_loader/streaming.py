@@ -8,8 +8,18 @@ mode the rows are shuffled by event id first, so there the source is the plain
 ``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``.
 When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
-action again (pulling the nacked messages back); readiness returns with the first batch
-that goes through.
+action again; readiness returns with the first batch that goes through.
+
+A retried action re-processes stale deliveries, absorbed as follows. In exactly-once
+mode Spark reuses the shuffle's output: the retry pulls nothing and runs the very rows of
+the first attempt again, under their old ack ids, those acked (their rows durable) and
+those nacked alike. The ledger skips every row already committed, and the task writes
+the rest; acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in
+a later micro-batch, where the ledger skips it. With the processing source the planned
+partitions are reused: each task pulls again (the nacked messages among others), and
+partition 0 replays the driver's probe delivery under its old ack id, whether its row
+went through the first time or not: a second copy, which insertAll's insertId absorbs
+and the at-least-once modes allow.
 
 A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
 the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the
@@ -36,7 +46,7 @@ import structlog
 from plowline_cloud.liveness import ProgressWatch
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # no type hints
 from pyspark.errors.exceptions.captured import CapturedException
-from pyspark.sql import DataFrame, SparkSession, functions
+from pyspark.sql import Column, DataFrame, SparkSession, functions
 from pyspark.sql.streaming.query import StreamingQuery
 
 from plowline_loader.bootstrap import WorkerConfig
@@ -78,18 +88,28 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
 
     Notes:
         Exactly-once mode only (see ``exactly_once``): one shuffle, still one action.
+        The key is ``event_id_key``, as a Spark expression (``key_column``).
+    """
+    return frame.repartition(partitions, key_column())
+
+
+def key_column() -> Column:
+    """Return ``exactly_once.event_id_key`` of the ``data`` column, as a Spark expression.
+
+    Notes:
         The key never raises, whatever the bytes (Spark 4 runs SQL in ANSI mode, where
         ``decode`` refuses invalid UTF-8 and ``getItem`` an index past the end, failing
         the query on every restart): the bytes are read as a string without decoding,
         ``try_element_at`` gives NULL for a line with fewer fields, and such a line is
         keyed by its whole text (copies of one message still meet; lines that are not
         TSV spread over the tasks instead of piling into one). They become bad rows in
-        their task as before.
+        their task as before. Lower-cased: the ledger keys on the canonical id
+        (``decode_uuid``), so two spellings of one id must meet in one task too.
     """
     line = functions.col("data").cast("string")
     fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
     event_id = functions.try_element_at(fields, functions.lit(EVENT_ID_INDEX + 1))
-    return frame.repartition(partitions, functions.coalesce(event_id, line))
+    return functions.lower(functions.coalesce(event_id, line))
 
 
 def backoff_delay(attempt: int, initial_s: float, maximum_s: float) -> float:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import structlog
-from plowline_cloud.liveness import ProgressWatch
+from plowline_cloud.liveness import Ending, ProgressWatch, keep_consuming
 
-from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE
+__all__ = ["Ending", "arm_hard_exit", "keep_vigil"]
 
 _log = structlog.get_logger("plowline.loader")
 
@@ -42,12 +41,18 @@ class Query(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """Why the vigil ended: the exit code and, unless stopped on request, the cause."""
+class _QueryStream:
+    """A streaming query seen as a consumer's stream: each look waits up to ``poll_s``."""
 
-    code: int
-    cause: str | None = None
+    def __init__(self, query: Query, poll_s: int) -> None:
+        self._query = query
+        self._poll_s = poll_s
+
+    def ended(self) -> str | None:
+        """Return why the query ended, or None if it still runs after ``poll_s`` seconds."""
+        if not self._query.awaitTermination(self._poll_s):
+            return None
+        return f"streaming query ended: {self._query.exception()}"
 
 
 def keep_vigil(
@@ -55,29 +60,14 @@ def keep_vigil(
 ) -> Ending:
     """Wait until ``stop`` is set, the query ends, or its work stalls; say which.
 
-    A stall is the watch's: a micro-batch held longer than the stall timeout without
-    going through. It ends the process as the query's own failure does
-    (``EXIT_UNAVAILABLE``).
+    The consumers' rule (``plowline_cloud.liveness.keep_consuming``): the query's end
+    makes ``/healthz`` answer 503 and ends the process with ``EXIT_UNAVAILABLE`` (1). A
+    stall (a micro-batch held longer than the stall timeout without going through)
+    ends it the same way.
     """
-    while not stop.is_set():
-        if query.awaitTermination(poll_s):
-            error = str(query.exception())
-            _log.error("streaming query ended", error=error)
-            return Ending(EXIT_UNAVAILABLE, f"streaming query ended: {error}")
-        if not watch.alive():
-            details = watch.details()
-            cause = (
-                f"stalled: a micro-batch has held {details['held']} unit(s) of work for "
-                f"{details['secondsWithoutProgress']:.0f} s without going through "
-                f"(--stall-timeout {watch.stall_timeout_s:g} s)"
-            )
-            _log.error(
-                "loader stalled: exiting so that it is restarted; the batch's messages "
-                "come back once their leases lapse",
-                cause=cause,
-            )
-            return Ending(EXIT_UNAVAILABLE, cause)
-    return Ending(EXIT_OK)
+    return keep_consuming(
+        _QueryStream(query, poll_s), watch, stop, lambda: None, name="loader", end_on_stall=True
+    )
 
 
 def arm_hard_exit(

@@ -4,7 +4,9 @@ Both payload forms are read (the plain JSON array and the self-describing
 ``shredded_type`` form). A message is acked only after its columns exist. A malformed
 message is logged and ACKED, because it can never succeed; an unknown schema is logged
 with its key and acked (the loader sends the type again); a failing registry or BigQuery
-gets the message nacked for redelivery (see ``plowline_mutator.listener``).
+gets the message nacked for redelivery (see ``plowline_mutator.listener``). When the
+streaming pull ends for good (subscription deleted, permission or credentials refused),
+the command exits 1 so that it is restarted (``plowline_cloud.liveness``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ import threading
 from types import FrameType
 
 import structlog
+from plowline_cloud.liveness import keep_consuming
 
 from plowline_mutator.bootstrap import Runtime, build_runtime
-from plowline_mutator.options import EXIT_OK, Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.listen")
 _STOP_TIMEOUT = 30.0
+_TICK_SECONDS = 0.5
 
 
 def register(subparsers: Subparsers) -> None:
@@ -46,6 +50,7 @@ class ListenerRun:
         self._listener = runtime.listener()
         self._subscriber = runtime.subscriber()
         self._subscription = runtime.table.types_subscription
+        self._watch = runtime.watch
 
     @property
     def running(self) -> bool:
@@ -57,12 +62,20 @@ class ListenerRun:
         self._subscriber.start(self._listener)
         _log.info("listening", subscription=self._subscription)
 
-    def wait(self, stop: threading.Event) -> None:
-        """Block until ``stop`` is set or the stream fails (its error is raised)."""
-        while not stop.wait(0.5):
-            if not self._subscriber.running:
-                self._subscriber.wait()
-                return
+    def ended(self) -> str | None:
+        """Return why the streaming pull ended for good, or None while it runs."""
+        return self._subscriber.ended()
+
+    def wait(self, stop: threading.Event) -> int:
+        """Block until ``stop`` is set (0) or the stream ends (1, ``/healthz`` then 503).
+
+        Notes:
+            The rule of every plowline consumer (``plowline_cloud.liveness.keep_consuming``).
+        """
+        ending = keep_consuming(
+            self, self._watch, stop, lambda: stop.wait(_TICK_SECONDS), name="mutator listener"
+        )
+        return ending.code
 
     def stop(self) -> None:
         """Cut retry pauses short, let in-flight messages finish, close the stream."""
@@ -82,8 +95,7 @@ def _listen(settings: MutatorSettings, args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         run.start()
-        run.wait(stop)
+        return run.wait(stop)
     finally:
         run.stop()
         runtime.close()
-    return EXIT_OK

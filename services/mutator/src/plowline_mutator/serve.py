@@ -4,12 +4,15 @@ Every route but the probes (/healthz, /readyz, /metrics) needs ``Authorization: 
 <token>``; the token comes from ``PLOWLINE_MUTATOR_TOKEN`` or ``--token-file``. Without
 one, serve refuses to start unless ``--insecure-no-auth`` is given. ``--open-read-access``
 lets anyone GET (list and preview columns, the API document). Request bodies over
-``--max-body-bytes`` (default 65536) are refused with 413 before they are read.
+``--max-body-bytes`` (default 65536) are refused with 413 before they are read. When the
+types listener's streaming pull ends for good (subscription deleted, permission or
+credentials refused), ``/healthz`` answers 503 and serve exits 1 so that it is restarted.
 """
 
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -125,12 +128,42 @@ def _serve(settings: MutatorSettings, args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         create_app(context), host=settings.host, port=settings.port, log_config=None
     )
+    server = _GracefulServer(config)
+    stop = threading.Event()
+    code = [EXIT_OK]
+    vigil = None
     try:
         if listener is not None:
             listener.start()
-        _GracefulServer(config).run()  # returns on SIGINT/SIGTERM
+            vigil = _keep_vigil(listener, server, stop, code)
+        server.run()  # returns on SIGINT/SIGTERM, or once the listener's stream has ended
     finally:
+        stop.set()
+        if vigil is not None:
+            vigil.join()
         if listener is not None:
             listener.stop()
         runtime.close()
-    return EXIT_OK
+    return code[0]
+
+
+def _keep_vigil(
+    listener: ListenerRun, server: uvicorn.Server, stop: threading.Event, code: list[int]
+) -> threading.Thread:
+    """Watch the listener beside the server: once its stream ends, stop serving (exit 1).
+
+    Notes:
+        The rule of every plowline consumer (``plowline_cloud.liveness.keep_consuming``):
+        ``/healthz`` answers 503 from the moment the stream ends, and the command exits
+        non-zero so that it is restarted, since no column would ever be added again.
+    """
+
+    def watch() -> None:
+        ending = listener.wait(stop)
+        if ending != EXIT_OK:
+            code[0] = ending
+            server.should_exit = True
+
+    thread = threading.Thread(target=watch, name="mutator-listener-vigil", daemon=True)
+    thread.start()
+    return thread

@@ -11,7 +11,9 @@ Notes:
     ignores the loader's hand-over marks (``honour_hand_overs=False``): the ids it was
     handed are its own; a loader copy of one arriving later is dropped by the mark.
     Left open (see ``write_api_pending``): a loader crash between the failed-insert
-    publish and the mark. Shutdown (SIGTERM/SIGINT): stop taking new
+    publish and the mark. ``replay --to table`` inserts through the same sink as ``run``
+    (``reinsert_sink``), so a replay run again later writes no row twice in exactly-once
+    mode either. Shutdown (SIGTERM/SIGINT): stop taking new
     messages, write the dead-end buffer and ack it, give waiting rows back, close the
     stream, exit 0. A crash instead loses nothing: unacked messages are redelivered.
     Exactly-once needs ONE repeater per failed-inserts subscription: two repeaters each
@@ -44,7 +46,7 @@ from plowline_cloud.clients import (
 )
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
-from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
+from plowline_cloud.liveness import ProgressWatch, keep_consuming, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -200,7 +202,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         port=health.port,
     )
     try:
-        return _loop(repeater, subscriber, stop)
+        return _loop(repeater, subscriber, watch, stop)
     finally:
         repeater.close()
         subscriber.stop(timeout=30)
@@ -210,14 +212,14 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         _log.info("repeater stopped")
 
 
-def _loop(repeater: Repeater, subscriber: PubSubSubscriber, stop: threading.Event) -> int:
-    while not stop.is_set():
+def _loop(
+    repeater: Repeater, subscriber: PubSubSubscriber, watch: ProgressWatch, stop: threading.Event
+) -> int:
+    def tick() -> None:
         repeater.step()
-        if not subscriber.running:
-            _log.error("streaming pull ended")
-            return 1
         repeater.arrived.wait(_TICK_SECONDS)
-    return 0
+
+    return keep_consuming(subscriber, watch, stop, tick, name="repeater").code
 
 
 def _stop_event() -> threading.Event:
@@ -295,9 +297,17 @@ def _destination(
         return
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(bigquery, config.table_ref, 1.0, SystemClock())
+    # The write mode's own sink: in exactly-once mode through the loader's ledger, so a
+    # replay run again (after a crash, or by hand) any time later writes no row twice.
+    sink = reinsert_sink(
+        config.load,
+        bigquery,
+        config.table_ref,
+        schema,
+        endpoints.bigquery_emulator_grpc_host,
+        settings.ledger_table,
+    )
     try:
-        yield TableDestination(
-            BigQueryRowSink(bigquery, config.table_ref, schema), config.table_ref
-        )
+        yield TableDestination(sink, config.table_ref)
     finally:
         bigquery.close()  # type: ignore[no-untyped-call]  # google-cloud-bigquery leaves it unannotated

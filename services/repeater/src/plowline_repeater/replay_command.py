@@ -38,7 +38,10 @@ what it leaves behind (so that running it again has nothing left to do):
 crash safety:
   results are written and rows inserted before an object is moved; a crash (or an
   unavailable BigQuery, which stops the run) leaves the object in place, and the next run
-  replays its rows again with the same insertId = event_id, which BigQuery deduplicates.
+  replays its rows again. Rows go in as the config's load mode writes them: in
+  exactly-once mode (STORAGE_WRITE_API, stream exactly-once) through the loader's ledger,
+  so a row already in the table is never written again, however much later; otherwise
+  with insertId = event_id, which BigQuery deduplicates for about a minute only.
 
 exit codes:
   0  every row taken was recovered (or there was nothing to do); a dry run that could read
@@ -124,6 +127,13 @@ def register(commands: Any) -> None:
         metavar="PATH|BASE64",
         help="Snowplow config (0.x JSON or 1.x HOCON, a path or base64): the table and "
         "failedInserts topic (needed unless --dry-run)",
+    )
+    replay.add_argument(
+        "--ledger-table",
+        dest="ledger_table",
+        metavar="PROJECT.DATASET.TABLE",
+        help="exactly-once mode only: the loader's ledger of event ids (its --ledger-table; "
+        "default <events table>_ledger)",
     )
     replay.add_argument(
         "--resolver",

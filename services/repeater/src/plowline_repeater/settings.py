@@ -136,3 +136,5 @@ class ReplaySettings:
     error_matches: re.Pattern[str] | None = None
     to: Literal["table", "failed-inserts"] = "table"
     dry_run: bool = False
+    #: exactly-once mode: the loader's ledger (its --ledger-table); unset: <events table>_ledger
+    ledger_table: str | None = None

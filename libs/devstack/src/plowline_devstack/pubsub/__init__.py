@@ -31,7 +31,8 @@ Implemented (``google.pubsub.v1``):
   messages and 10 MB (10,485,760 bytes) per request, else INVALID_ARGUMENT.
 - Faults on demand, off by default (:mod:`.faults`; file format and catalogue in
   :mod:`plowline_devstack.faults`): late-ack-redelivery, duplicate-delivery,
-  out-of-order-delivery, streaming-pull-unavailable, acknowledge-unavailable.
+  out-of-order-delivery, streaming-pull-unavailable, acknowledge-unavailable,
+  pull-unavailable, modify-ack-deadline-unavailable.
 - Errors as the real service words them: ALREADY_EXISTS, NOT_FOUND
   (``Resource not found (resource=<id>).``), INVALID_ARGUMENT for malformed names,
   deadlines and empty messages.

@@ -18,6 +18,11 @@ fault's name, so a run with the same seed and the same traffic fails the same wa
   Then it answers UNAVAILABLE and nothing is applied (the leases run on, a nack is not
   done); with ``seconds`` every such call is refused that long after one was (an outage).
   Acks sent on a StreamingPull's request stream are not affected.
+* ``pull-unavailable``: is this unary Pull refused? Then it answers UNAVAILABLE and
+  nothing is leased (the messages stay available); ``seconds`` as above.
+* ``modify-ack-deadline-unavailable``: is this unary ModifyAckDeadline call refused? Then
+  it answers UNAVAILABLE and nothing is applied (no lease extended, no nack done) while
+  Acknowledge still succeeds; ``seconds`` as above.
 
 Notes:
     With no plan every answer is no and nothing is drawn: the kind emulator is unchanged.
@@ -35,6 +40,8 @@ DUPLICATE = "duplicate-delivery"
 OUT_OF_ORDER = "out-of-order-delivery"
 UNAVAILABLE = "streaming-pull-unavailable"
 ACK_UNAVAILABLE = "acknowledge-unavailable"
+PULL_UNAVAILABLE = "pull-unavailable"
+MODACK_UNAVAILABLE = "modify-ack-deadline-unavailable"
 UNAVAILABLE_MESSAGE = "The service was unable to fulfill your request. Please try again."
 
 
@@ -52,9 +59,13 @@ class PubSubFaults(FaultDraws):
         self.stream_lifetime: float | None = lifetime or None
         self.active = bool(self.plan)  # lets the hot paths skip every draw when none is on
         self._clock = clock
-        self._outage_s = float(self.plan.get(ACK_UNAVAILABLE, {}).get("seconds", 0.0))
-        self._outage_until = float("-inf")
+        self._outages = {
+            name: _Outage(float(self.plan.get(name, {}).get("seconds", 0.0)))
+            for name in (ACK_UNAVAILABLE, PULL_UNAVAILABLE, MODACK_UNAVAILABLE)
+        }
         self.acks_refused = 0  # Acknowledge/ModifyAckDeadline calls refused so far
+        self.pulls_refused = 0  # unary Pull calls refused so far
+        self.modacks_refused = 0  # ModifyAckDeadline calls refused (that fault alone)
 
     def ack_arrives_late(self) -> bool:
         """Return True when an ack is to count as arriving after the deadline."""
@@ -70,17 +81,44 @@ class PubSubFaults(FaultDraws):
 
     def ack_call_refused(self) -> bool:
         """Return True when an Acknowledge/ModifyAckDeadline call is to answer UNAVAILABLE."""
+        refused = self._refused(ACK_UNAVAILABLE)
+        self.acks_refused += refused
+        return refused
+
+    def pull_refused(self) -> bool:
+        """Return True when a unary Pull is to answer UNAVAILABLE (nothing leased)."""
+        refused = self._refused(PULL_UNAVAILABLE)
+        self.pulls_refused += refused
+        return refused
+
+    def modack_refused(self) -> bool:
+        """Return True when a ModifyAckDeadline call alone is to answer UNAVAILABLE."""
+        refused = self._refused(MODACK_UNAVAILABLE)
+        self.modacks_refused += refused
+        return refused
+
+    def _refused(self, name: str) -> bool:
+        """Draw ``name``; once it strikes, every call is refused for its ``seconds``."""
+        outage = self._outages[name]
         now = self._clock()
-        if now >= self._outage_until:
-            if not self.draw(ACK_UNAVAILABLE):
-                return False
-            self._outage_until = now + self._outage_s
-        self.acks_refused += 1
+        if now < outage.until:
+            return True
+        if not self.draw(name):
+            return False
+        outage.until = now + outage.seconds
         return True
 
     def stream_breaks(self) -> bool:
         """Return True when a StreamingPull is to end with UNAVAILABLE instead of responding."""
         return self.draw(UNAVAILABLE)
+
+
+class _Outage:
+    """When a refusing fault's outage ends (``seconds`` after it struck)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.until = float("-inf")
 
 
 NO_FAULTS = PubSubFaults()

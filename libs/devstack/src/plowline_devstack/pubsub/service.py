@@ -168,6 +168,9 @@ class PubSubService:
         names.subscription_name(request.subscription)
         if request.max_messages <= 0:
             raise StatusError(grpc.StatusCode.INVALID_ARGUMENT, "max_messages must be positive.")
+        faults = self.broker.faults
+        if faults.active and faults.pull_refused():  # pull-unavailable: nothing leased
+            raise StatusError(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
         wait = 0.0
         if not request.return_immediately:
             remaining = context.time_remaining()
@@ -195,6 +198,9 @@ class PubSubService:
         """Move ack deadlines; 0 seconds is a nack."""
         names.subscription_name(request.subscription)
         self._refuse_when_faulted()
+        faults = self.broker.faults
+        if faults.active and faults.modack_refused():  # modify-ack-deadline-unavailable
+            raise StatusError(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
         ack_ids = names.ack_ids(request.ack_ids)
         self.broker.modify(request.subscription, ack_ids, request.ack_deadline_seconds)
         return empty_pb2.Empty()

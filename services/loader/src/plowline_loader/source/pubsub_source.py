@@ -36,15 +36,21 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
 - **At least once.** A task or process that dies before acking leaves its ack ids to
   expire (or nacks them when it fails cleanly): Pub/Sub redelivers them to a later pull.
   A duplicate is possible (ack lost after a durable write); a loss is not.
+- **Pub/Sub refusing.** Every call retries transient errors (UNAVAILABLE, …) with backoff
+  for a bounded time (``subscription.RETRY_FOR_S``). Past that, a refused pull ends a
+  partition's slice early and a refused probe plans no batch now (see ``pull_bounded``
+  and ``latestOffset``): neither fails the task nor ends the query, and nothing is acked
+  that is not durable. Non-transient errors still fail the task or end the query.
 - **Restarts.** A committed batch is never re-run. An uncommitted batch in the offset log
   is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
   it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
-  correct because no message was acked by the failed run. A task retry does the same.
+  correct because no message was acked by the failed run. A task retry, or the driver's
+  retry of the action, pulls afresh, but partition 0 replays the probe delivery under its
+  old ack id (``streaming``: how that is absorbed).
 
 Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
-re-plans the scan and re-runs ``read()``, pulling other messages; the first action's
-messages come back only after their deadline, and the probe delivery goes to the first
-planning only), and never filter rows out before the acking sink (a dropped row is never
+re-runs ``read()`` over the same partitions, pulling other messages and replaying the
+probe delivery), and never filter rows out before the acking sink (a dropped row is never
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
 
@@ -54,11 +60,12 @@ Spark's planner workers, which only unpickle the data source, do not load them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from plowline_core.errors import ConfigError
+import structlog
+from plowline_core.errors import ConfigError, TransientError
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -78,6 +85,8 @@ if TYPE_CHECKING:
     from plowline_loader.source.delivery import PulledMessage
     from plowline_loader.source.subscription import Subscription
 
+_log = structlog.get_logger("plowline.loader.source")
+
 FORMAT = "pubsub"
 SCHEMA = StructType(
     [
@@ -89,8 +98,7 @@ SCHEMA = StructType(
         StructField("attributes", MapType(StringType(), StringType(), False), False),
     ]
 )
-# After the first pull of a partition, a pull that waits this long and gets nothing means
-# the backlog is drained for now; the next micro-batch picks up what arrives later.
+# After a partition's first pull, one that waits this long for nothing: drained for now.
 _DRAIN_TIMEOUT_S = 0.25
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 """Pub/Sub's largest message (data and attributes), rounded up: a pull's worst case each."""
@@ -206,32 +214,64 @@ def pull_size(
 
 
 def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
-    """Yield the partition's deliveries pull by pull, each extended to the ack deadline."""
+    """Yield the partition's deliveries pull by pull, each extended to the ack deadline.
+
+    Notes:
+        A pull still refused after its retries (``TransientError``) ends the slice like an
+        empty pull: what was pulled goes through, the rest waits in Pub/Sub, the task does
+        not fail. A receipt extension refused so is logged and the messages go on (the
+        lease extender tries again; one whose lease lapses first is delivered again: a
+        duplicate, which every mode absorbs, never a loss). Other errors fail the task.
+    """
     from plowline_loader.source.subscription import Subscription
 
     subscription = Subscription(partition.subscription, partition.emulator_host)
     if partition.prefetched:
         # The driver's probe was leased when planned; planning a cold batch can outlast
         # a short ack deadline, so extend it on receipt like every pulled message.
-        subscription.modack([m.ack_id for m in partition.prefetched], partition.ack_deadline_s)
+        _extend_on_receipt(subscription, partition.prefetched, partition.ack_deadline_s)
         yield list(partition.prefetched)
     count = len(partition.prefetched)
     size = sum(message.size for message in partition.prefetched)
     largest: int | None = None  # the probe is one message: no guide to the backlog's sizes
     timeout_s = partition.pull_timeout_s
     while count < partition.max_messages and size < partition.max_bytes:
-        asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
-        pulled = subscription.pull(asked, timeout_s)
+        try:
+            asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
+            pulled = subscription.pull(asked, timeout_s)
+        except TransientError as error:
+            _log.warning(
+                "pull keeps failing: this partition ends here, the rest waits in Pub/Sub",
+                subscription=partition.subscription,
+                pulled=count,
+                error=str(error),
+            )
+            return
         if not pulled:
             return
         # Receipt extension: the rows still have to reach the sink and its lease extender.
-        subscription.modack([message.ack_id for message in pulled], partition.ack_deadline_s)
+        _extend_on_receipt(subscription, pulled, partition.ack_deadline_s)
         count += len(pulled)
         sizes = [message.size for message in pulled]
         size += sum(sizes)
         largest = max(largest or 0, *sizes)
         timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
         yield pulled
+
+
+def _extend_on_receipt(
+    subscription: Subscription, messages: Sequence[PulledMessage], seconds: int
+) -> None:
+    """Extend the leases of messages just received; a transient refusal is logged only."""
+    try:
+        subscription.modack([m.ack_id for m in messages], seconds)
+    except TransientError as error:
+        _log.warning(
+            "receipt extension failed: the messages go on with their current lease",
+            subscription=subscription.path,
+            ack_ids=len(messages),
+            error=str(error),
+        )
 
 
 def to_record_batch(
@@ -274,21 +314,38 @@ class PubSubStreamReader(DataSourceStreamReader):
         return {"batch": 0}
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802 - Spark's hook name
-        """Return ``start + 1`` when a probe pull found a message, else ``start``."""
+        """Return ``start + 1`` when a probe pull found a message, else ``start``.
+
+        Notes:
+            An exception here ends the query, so a probe still refused after its retries
+            (``TransientError``) plans no batch now, as an empty probe does. A refused
+            pull leased nothing; a probe whose long lease is refused is not used (its
+            lease lapses: delivered again later, to one task). Other errors end the query.
+        """
         following = start["batch"] + 1
         if self._probe is not None:
             if self._probe.end == following:
                 return {"batch": following}
             self._release_probe()
-        probed = self._driver_subscription().pull(1, self.options.pull_timeout_s)
-        if not probed:
+        subscription = self._driver_subscription()
+        try:
+            probed = subscription.pull(1, self.options.pull_timeout_s)
+            if not probed:
+                return start
+            # Planning and starting the batch's tasks can outlast a short ack deadline (on
+            # a cluster, executors' cold Python workers took > 10 s): the probe would then
+            # be redelivered to another partition of the same batch, a duplicate. So it is
+            # leased for longer; ``pull_bounded`` sets it back to the ack deadline in a task.
+            lease = max(self.options.ack_deadline_s, PROBE_LEASE_S)
+            subscription.modack([m.ack_id for m in probed], lease)
+        except TransientError as error:
+            _log.warning(
+                "probe pull keeps failing: no micro-batch planned now, probing again "
+                "at the next trigger",
+                subscription=self.options.subscription,
+                error=str(error),
+            )
             return start
-        # Planning and starting the batch's tasks can outlast a short ack deadline (on a
-        # cluster, executors' cold Python workers took > 10 s): the probe would then be
-        # redelivered to another partition of the same batch, a duplicate. So it is leased
-        # for longer; ``pull_bounded`` sets it back to the ack deadline once in a task.
-        lease = max(self.options.ack_deadline_s, PROBE_LEASE_S)
-        self._driver_subscription().modack([m.ack_id for m in probed], lease)
         self._probe = _Probe(following, probed)
         return {"batch": following}
 
@@ -331,9 +388,13 @@ class PubSubStreamReader(DataSourceStreamReader):
         self._release_probe()
 
     def _release_probe(self) -> None:
-        if self._probe is not None:
-            self._driver_subscription().nack([m.ack_id for m in self._probe.messages])
-            self._probe = None
+        if self._probe is None:
+            return
+        probe, self._probe = self._probe, None
+        try:
+            self._driver_subscription().nack([m.ack_id for m in probe.messages])
+        except TransientError as error:  # its lease lapses instead: delivered again later
+            _log.warning("probe not handed back", error=str(error))
 
     def _driver_subscription(self) -> Subscription:
         from plowline_loader.source.subscription import Subscription

@@ -5,7 +5,8 @@ Notes:
     driver-side reader process, each executor Python worker) builds one per endpoint on
     first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
     never a client. A forked child rebuilds its client: gRPC channels do not survive fork.
-    Google errors leave this module as plowline errors (``TransientError`` and so on).
+    Google errors leave this module as plowline errors (``TransientError`` and so on),
+    transient ones only after each call retried them for ``RETRY_FOR_S``.
     Requests are raw protobuf messages in their proto-plus wrapper (``_request``): from a
     dict, proto-plus converts every ack id on its own, ~1.6 µs each (issue 17), paid at
     receipt, on every lease extension and at the ack.
@@ -38,16 +39,32 @@ from plowline_loader.source.delivery import PulledMessage
 MAX_PULL = 1000
 _ID_CHUNK = 1000
 _RPC_TIMEOUT_S = 30.0
-# Blips (UNAVAILABLE…) are retried briefly here; anything longer fails the Spark task.
-_RETRY = gretry.Retry(
-    predicate=gretry.if_exception_type(
-        gexc.ServiceUnavailable, gexc.Aborted, gexc.InternalServerError, gexc.Unknown
-    ),
-    initial=0.1,
-    maximum=2.0,
-    multiplier=2.0,
-    timeout=_RPC_TIMEOUT_S,
+RETRY_FOR_S = 30.0
+"""How long one call retries transient errors (backoff 0.1 s doubling to 2 s) before it
+raises ``TransientError``; what its caller then does is in ``pubsub_source``."""
+_TRANSIENT = (
+    gexc.ServiceUnavailable,
+    gexc.Aborted,
+    gexc.InternalServerError,
+    gexc.Unknown,
+    gexc.ResourceExhausted,
 )
+
+
+def _retry(*transient: type[Exception]) -> gretry.Retry:
+    return gretry.Retry(
+        predicate=gretry.if_exception_type(*transient),
+        initial=0.1,
+        maximum=2.0,
+        multiplier=2.0,
+        timeout=RETRY_FOR_S,
+    )
+
+
+# Acknowledge and ModifyAckDeadline are idempotent: a call that timed out is sent again.
+_RETRY = _retry(*_TRANSIENT, gexc.DeadlineExceeded)
+# A Pull whose long poll ends DEADLINE_EXCEEDED found nothing: that is an answer, not retried.
+_PULL_RETRY = _retry(*_TRANSIENT)
 
 _GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
@@ -95,13 +112,19 @@ class Subscription:
         self._client = subscriber_for(emulator_host)
 
     def pull(self, max_messages: int, timeout_s: float) -> list[PulledMessage]:
-        """Pull up to ``max_messages``, waiting at most ``timeout_s``; empty when none came."""
+        """Pull up to ``max_messages``, waiting at most ``timeout_s``; empty when none came.
+
+        Notes:
+            A refused Pull leases nothing, so retrying it is safe: transient refusals
+            (UNAVAILABLE, ABORTED, INTERNAL, UNKNOWN, RESOURCE_EXHAUSTED) are retried for
+            up to ``RETRY_FOR_S``, then raised as ``TransientError``.
+        """
         request = _request(
             PullRequest, subscription=self.path, max_messages=min(max_messages, MAX_PULL)
         )
         with translated("pubsub.pull"):
             try:
-                response = self._client.pull(request=request, retry=None, timeout=timeout_s)
+                response = self._client.pull(request=request, retry=_PULL_RETRY, timeout=timeout_s)
             except gexc.DeadlineExceeded:
                 # A long poll that found nothing may end so: that means "no messages".
                 return []
