@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,7 @@ from plowline_core.ports import RowSink, TableSchemaStore
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.transform.row import RowBuilder
 
+from plowline_loader.compressed_input import Decompression
 from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
 from plowline_loader.types import TypeTracker
@@ -89,6 +90,7 @@ class WorkerConfig:
     staging_bucket: str | None = None
     ledger_table: str | None = None
     iglu_not_found: str | None = None
+    decompression: Decompression = field(default_factory=Decompression)
 
     @property
     def exactly_once(self) -> bool:
@@ -141,6 +143,7 @@ def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
         staging_bucket=staging_bucket(settings.staging_bucket, bigquery),
         ledger_table=settings.ledger_table,
         iglu_not_found=settings.iglu_not_found,
+        decompression=Decompression(settings.max_bytes_single_payload, settings.max_bytes_in_batch),
     )
     build_resolver(config)
     return config

@@ -86,7 +86,7 @@ class SizeChecks:
             f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
         )
         return SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, iso_stamp(at), self._processor
         )
 
     def bad_row(self, bad: BadRow, line: bytes, at: datetime) -> tuple[bytes, str]:
@@ -115,7 +115,7 @@ class SizeChecks:
     def violation(self, line: bytes, expectation: str, at: datetime) -> tuple[bytes, str]:
         """Return a size violation holding the start of ``line``, stamped ``at``, and its code."""
         violation = SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, iso_stamp(at), self._processor
         )
         return violation.to_json(self._processor), str(violation.code)
 
@@ -125,5 +125,6 @@ def encoded_row_size(row: TransformedRow) -> int:
     return len(orjson.dumps(row.data)) + len(row.event_id.encode()) + _ROW_OVERHEAD
 
 
-def _iso(moment: datetime) -> str:
+def iso_stamp(moment: datetime) -> str:
+    """Return ``moment`` as a bad row's timestamp (UTC, milliseconds, ``Z``)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -7,7 +7,11 @@
                     the BigQuery-JSON row goes to the failedInserts topic
     bad row         the line did not parse or its entities did not validate, or the row,
                     its bad row or its failed insert is over a size limit
-                    (``size_violation``): badRows topic
+                    (``size_violation``), or it is a compressed batch's oversized record
+                    or corruption (``compressed_input.FailedRecord``): badRows topic
+
+A message here is one event: a compressed batch arrives opened into its records
+(``compressed_input``), each one message with its delivery's ack id.
 
 and announces on the types topic the entity types whose column the table lacks.
 
@@ -54,7 +58,8 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.limits import Limits, SizeChecks
+from plowline_loader.compressed_input import FailedRecord, failed_record_bad_row
+from plowline_loader.limits import Limits, SizeChecks, iso_stamp
 from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
 
 __all__ = [
@@ -187,6 +192,7 @@ class BatchProcessor:
         self._tracker = tracker
         self._clock = clock
         self._sizes = SizeChecks(limits or Limits(), processor)
+        self._processor = processor
 
     def process(self, messages: Sequence[Message]) -> BatchOutcome:
         """Route every message to the table, failedInserts or badRows; return the counts.
@@ -294,6 +300,13 @@ class BatchProcessor:
         codes: Counter[str] = Counter()
         sizes = self._sizes
         for message in messages:
+            if type(message) is FailedRecord:
+                failed = self._failed_record(message, now)
+                encoded, code = sizes.bad_row(failed, message.data, _stamp(message, now))
+                bad_rows.append(encoded)
+                bad_messages.append(message)
+                codes[code] += 1
+                continue
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
                 oversized = None
@@ -308,6 +321,12 @@ class BatchProcessor:
             bad_messages.append(message)
             codes[code] += 1
         return _Sorted(goods, bad_rows, codes, bad_messages)
+
+    def _failed_record(self, record: FailedRecord, now: datetime) -> BadRow:
+        """Return the failed event of a compressed batch's oversized record or corruption."""
+        stamp = iso_stamp(_stamp(record, now))
+        limit = self._sizes.limits.max_bad_row_bytes
+        return failed_record_bad_row(record.failure, record.data, stamp, limit, self._processor)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
         try:

@@ -81,6 +81,15 @@ _FLAGS = {
         f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "
         "any supervisor restarts it (default 600)"
     ),
+    "--max-bytes-single-payload": (
+        "compressed input: the longest record read from a gzip or zstd batch; a longer one "
+        "is a size_violation failed event (2.x's decompression.maxBytesSinglePayload, "
+        "default 10000000)"
+    ),
+    "--max-bytes-in-batch": (
+        "compressed input: decompressed bytes held per chunk being written (2.x's "
+        "decompression.maxBytesInBatch, default 5242880)"
+    ),
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"

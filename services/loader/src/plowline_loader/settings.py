@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
@@ -60,6 +61,8 @@ class LoaderSettings(BaseSettings):
     schema_refresh: PositiveFloat = 60.0
     max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
     insert_batch_rows: PositiveInt = 500
+    max_bytes_single_payload: PositiveInt = MAX_BYTES_SINGLE_PAYLOAD  # 2.x's decompression
+    max_bytes_in_batch: PositiveInt = MAX_BYTES_IN_BATCH
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
