@@ -293,3 +293,18 @@ def _schema_errors(iglu_central_dir: Path, document: dict[str, Any]) -> list[str
     schema = json.loads((iglu_central_dir / "schemas" / key.to_path()).read_text())
     validator = Draft4Validator(schema, format_checker=FormatChecker())
     return [error.message for error in validator.iter_errors(document["data"])]
+
+
+@pytest.mark.parametrize("compression", BOTH)
+def test_a_batch_that_cannot_be_read_is_counted_under_its_own_code(
+    compression: Compression,
+) -> None:
+    """Corrupt and wrong-version batches count as ``parsing.compressed_batch``, not row decoding."""
+    rig = Rig()
+    version_2 = b"\x02\x01"
+    wrong = gzip.compress(version_2) if compression is Compression.GZIP else _zstd(version_2)
+    rows = [_delivery("c", compression.signature + b"garbage"), _delivery("w", wrong)]
+
+    report, _ = process_in_chunks(rig.processor, rows)
+
+    assert {"parsing.compressed_batch": 2} == dict(report.outcome.bad_by_code)

@@ -44,6 +44,7 @@ from typing import Protocol, TypeAlias
 import zstandard
 
 __all__ = [
+    "BATCH_VERSION_PREFIX",
     "FORMAT_VERSION",
     "BatchItem",
     "Compression",
@@ -57,6 +58,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 """The only compression format version there is (the header's first byte)."""
+
+BATCH_VERSION_PREFIX = "unsupported versions in "
+"""How the failure of a batch of an unknown format version starts (common-streams' words)."""
 
 _SLICE = 1024  # compressed bytes fed to the decompressor per call (bounds its output)
 _LENGTH_BYTES = 4
@@ -133,7 +137,7 @@ def read_batch(data: bytes, compression: Compression, max_record_bytes: int) -> 
         versions = [*header, -1, -1][:2]
         if versions[0] != FORMAT_VERSION:
             yield CorruptBatch(
-                f"unsupported versions in {compression}-compressed record header: "
+                f"{BATCH_VERSION_PREFIX}{compression}-compressed record header: "
                 f"{versions[0]}, {versions[1]}"
             )
             return
