@@ -307,4 +307,4 @@ def test_a_batch_that_cannot_be_read_is_counted_under_its_own_code(
 
     report, _ = process_in_chunks(rig.processor, rows)
 
-    assert {"parsing.compressed_batch": 2} == dict(report.outcome.bad_by_code)
+    assert dict(report.outcome.bad_by_code) == {"parsing.compressed_batch": 2}

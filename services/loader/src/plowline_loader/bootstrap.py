@@ -15,6 +15,7 @@ Notes:
     partition's PENDING stream (ledger first) before the partition acks: a redelivered
     batch finds its event ids in the ledger and adds no row; copies within one batch
     are kept to one task and one write (``exactly_once``).
+    A 2.x config (column mode ``major``) gets 2.x's failed events (``failed_events``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
     Memory (issue 4): the Google client modules are imported when a processor is built,
@@ -45,6 +46,7 @@ from plowline_core.transform.row import RowBuilder
 
 from plowline_loader.compressed_input import Decompression
 from plowline_loader.exactly_once import DistinctRowSink
+from plowline_loader.failed_events import FailedEventStyle
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
 from plowline_loader.types import TypeTracker
 
@@ -216,7 +218,15 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         clock,
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),
+        failed_event_style(config.column_mode),
     )
+
+
+def failed_event_style(column_mode: ColumnMode) -> FailedEventStyle:
+    """Return whose failed events the loader writes: 2.x's for a 2.x config (``major``)."""
+    if column_mode is ColumnMode.MAJOR:
+        return FailedEventStyle.LOADER_2X
+    return FailedEventStyle.LOADER_1X
 
 
 def build_row_sink(

@@ -9,6 +9,8 @@ publish time (see Notes):
 
     row over ``max_row_bytes``                       size_violation (BigQuery's limit)
     bad row over ``max_bad_row_bytes``               size_violation, code ``size.row``
+                                                     (2.x's shape for a 2.x config:
+                                                     ``failed_events``)
     failed insert over ``max_failed_insert_bytes``   size_violation (not a failed insert)
 
 Notes:
@@ -33,6 +35,8 @@ from plowline_core.badrows import BadRow, Processor, SizeViolationRow
 from plowline_core.messages import encode_failed_insert
 from plowline_core.ports import InsertFailure
 from plowline_core.transform.row import TransformedRow
+
+from plowline_loader.failed_events import FailedEventStyle, oversized_failed_event
 
 BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
 PUBSUB_REQUEST_BYTES = 10_000_000  # the Pub/Sub client refuses a bigger publish request
@@ -60,9 +64,15 @@ class Limits:
 class SizeChecks:
     """Apply ``Limits`` to a batch's outcomes, replacing what does not fit."""
 
-    def __init__(self, limits: Limits, processor: Processor) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        processor: Processor,
+        style: FailedEventStyle = FailedEventStyle.LOADER_1X,
+    ) -> None:
         self.limits = limits
         self._processor = processor
+        self._style = style
 
     def may_be_oversized(self, line: bytes) -> bool:
         """Say whether the row of ``line`` could be over ``max_row_bytes`` (False: it cannot).
@@ -95,6 +105,9 @@ class SizeChecks:
         limit = self.limits.max_bad_row_bytes
         if len(encoded) <= limit:
             return encoded, str(bad.code)
+        if self._style is FailedEventStyle.LOADER_2X:
+            violation = oversized_failed_event(encoded, limit, iso_stamp(at))
+            return violation.to_json(self._processor), str(violation.code)
         expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
         return self.violation(line, expectation, at)
 

@@ -4,7 +4,9 @@
 
     good row        inserted into the table (insertId = event_id)
     failed insert   the table refused the row, or it needs a column the table lacks:
-                    the BigQuery-JSON row goes to the failedInserts topic
+                    the BigQuery-JSON row goes to the failedInserts topic (for a 2.x
+                    config a row refused as invalid is 2.x's ``loader_runtime_error``
+                    bad row instead: ``failed_events``)
     bad row         the line did not parse or its entities did not validate, or the row,
                     its bad row or its failed insert is over a size limit
                     (``size_violation``), or it is a compressed batch's oversized record
@@ -40,7 +42,7 @@ from enum import Enum
 from typing import NamedTuple, Protocol
 
 import structlog
-from plowline_core.badrows import BadRow, FailureCode, Processor
+from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
@@ -59,6 +61,7 @@ from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
 from plowline_loader.compressed_input import FailedRecord, failed_record_bad_row
+from plowline_loader.failed_events import FailedEventStyle, runtime_error
 from plowline_loader.limits import Limits, SizeChecks, iso_stamp
 from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
 
@@ -146,9 +149,10 @@ class _Refused(NamedTuple):
 
     failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
     payloads: list[bytes]
-    bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
+    bad_rows: list[bytes]  # too big to publish as failed inserts, or 2.x's runtime errors
     failed_messages: list[Message]  # the message of each failed insert
-    bad_messages: list[Message]  # the message of each size violation
+    bad_messages: list[Message]  # the message of each bad row
+    bad_codes: list[str]  # the failure code of each bad row
 
 
 class _Stage(Enum):
@@ -186,12 +190,14 @@ class BatchProcessor:
         clock: Clock,
         processor: Processor,
         limits: Limits | None = None,
+        style: FailedEventStyle = FailedEventStyle.LOADER_1X,
     ) -> None:
         self._builder = builder
+        self._style = style
         self._to = destinations
         self._tracker = tracker
         self._clock = clock
-        self._sizes = SizeChecks(limits or Limits(), processor)
+        self._sizes = SizeChecks(limits or Limits(), processor, style)
         self._processor = processor
 
     def process(self, messages: Sequence[Message]) -> BatchOutcome:
@@ -278,7 +284,7 @@ class BatchProcessor:
         messages, batch, started = prepared
         failures, refused, published, inserted_at = delivered
         pending = batch.bad_messages + refused.bad_messages
-        kept = refused._replace(bad_rows=[], bad_messages=[])
+        kept = refused._replace(bad_rows=[], bad_messages=[], bad_codes=[])
         if stage is _Stage.FAILED:
             pending += refused.failed_messages
             kept = kept._replace(failed=[], payloads=[], failed_messages=[])
@@ -339,18 +345,27 @@ class BatchProcessor:
         self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
     ) -> _Refused:
         """Encode the failed inserts; one too big for a Pub/Sub message becomes a bad row."""
-        refused = _Refused([], [], [], [], [])
+        refused = _Refused([], [], [], [], [], [])
         sources = {id(good.row): good.message for good in goods} if failures else {}
         for failure in failures:
             message = sources.get(id(failure.row), InboundMessage(b"", ""))
-            payload, code = self._sizes.failed_insert(failure, message.data, _stamp(message, now))
-            if code is None:
-                refused.failed.append(failure)
-                refused.payloads.append(payload)
-                refused.failed_messages.append(message)
+            stamp = _stamp(message, now)
+            error = None
+            if self._style is FailedEventStyle.LOADER_2X:
+                error = runtime_error(failure, message.data)
+            if error is not None:
+                payload, code = self._sizes.bad_row(error, message.data, stamp)
             else:
-                refused.bad_rows.append(payload)
-                refused.bad_messages.append(message)
+                payload, failed_code = self._sizes.failed_insert(failure, message.data, stamp)
+                if failed_code is None:
+                    refused.failed.append(failure)
+                    refused.payloads.append(payload)
+                    refused.failed_messages.append(message)
+                    continue
+                code = failed_code
+            refused.bad_rows.append(payload)
+            refused.bad_messages.append(message)
+            refused.bad_codes.append(code)
         return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
@@ -391,8 +406,7 @@ class BatchProcessor:
         not_landed = {id(failure.row) for failure in failures}
         landed = [good for good in batch.goods if id(good.row) not in not_landed]
         bad_by_code = Counter(batch.bad_by_code)
-        if refused.bad_rows:
-            bad_by_code[str(FailureCode.SIZE_ROW)] += len(refused.bad_rows)
+        bad_by_code.update(refused.bad_codes)
         return BatchOutcome(
             events_in=len(messages) - handed_back,
             good=len(landed),
