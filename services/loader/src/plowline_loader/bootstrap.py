@@ -48,6 +48,7 @@ from plowline_loader.compressed_input import Decompression
 from plowline_loader.exactly_once import DistinctRowSink
 from plowline_loader.failed_events import FailedEventStyle
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
+from plowline_loader.schema_hold import SchemaHold
 from plowline_loader.types import TypeTracker
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class WorkerConfig:
     ledger_table: str | None = None
     iglu_not_found: str | None = None
     decompression: Decompression = field(default_factory=Decompression)
+    schema_hold: SchemaHold = field(default_factory=SchemaHold)
 
     @property
     def exactly_once(self) -> bool:
@@ -146,6 +148,7 @@ def worker_config(settings: LoaderSettings, version: str) -> WorkerConfig:
         ledger_table=settings.ledger_table,
         iglu_not_found=settings.iglu_not_found,
         decompression=Decompression(settings.max_bytes_single_payload, settings.max_bytes_in_batch),
+        schema_hold=settings.schema_hold(),
     )
     build_resolver(config)
     return config
@@ -219,6 +222,7 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),
         failed_event_style(config.column_mode),
+        config.schema_hold,
     )
 
 

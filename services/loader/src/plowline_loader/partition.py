@@ -38,7 +38,7 @@ import gc
 import os
 import re
 import socket
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -51,7 +51,9 @@ from plowline_core.iglu.outage import RegistryOutage
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
 from plowline_loader.pipeline import BatchOutcome, Message, PartlyDelivered
+from plowline_loader.schema_hold import RETRY_S
 from plowline_loader.source import AckingPartition
+from plowline_loader.source.acking import HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ class PartitionReport:
     transient_error: str | None = None
     registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
     unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
+    held_acks: tuple[str, ...] = ()  # held for a missing schema: delivered again later
     executor: str = "driver"
 
 
@@ -257,9 +260,11 @@ def process_in_chunks(
                 raise late from error  # a bug while writing: fail the task
             handed_back.update(row.ack_id for row in rows[chunks.first_unsettled(written) :])
             outages = error.outages if isinstance(error, RegistryUnavailable) else ()
+            held = _held_acks(rows, outcome.held_ids, handed_back)
             report = PartitionReport(outcome, f"{type(error).__name__}: {error}", outages)
+            report = replace(report, held_acks=held)
             return report, [row.ack_id for row in rows if row.ack_id in handed_back]
-    return PartitionReport(outcome), []
+    return PartitionReport(outcome, held_acks=_held_acks(rows, outcome.held_ids, set())), []
 
 
 class _Recorder:
@@ -269,12 +274,29 @@ class _Recorder:
         self._config = config
         self.report = PartitionReport()
 
-    def __call__(self, rows: list[PulledMessage]) -> Collection[str] | None:
+    def __call__(self, rows: list[PulledMessage]) -> HandBack:
         size = chunk_size_for(self._config, len(rows))
         processor = processor_for(self._config)
         decompression = self._config.decompression
         self.report, handed_back = process_in_chunks(processor, rows, size, decompression)
-        return handed_back or None
+        return HandBack(handed_back, self.report.held_acks, RETRY_S)
+
+
+def _held_acks(
+    rows: Sequence[PulledMessage], held_ids: frozenset[str], handed_back: set[str]
+) -> tuple[str, ...]:
+    """Return the ack ids of the rows holding a held message (a record ``<id>#<n>`` or itself)."""
+    if not held_ids:
+        return ()
+    parents = {message_id.rpartition("#")[0] or message_id for message_id in held_ids}
+    parents |= held_ids
+    return tuple(
+        dict.fromkeys(
+            row.ack_id
+            for row in rows
+            if row.message_id in parents and row.ack_id not in handed_back
+        )
+    )
 
 
 def _acks_of(chunk: Sequence[Item], message_ids: frozenset[str]) -> set[str]:

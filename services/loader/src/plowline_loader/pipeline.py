@@ -64,6 +64,7 @@ from plowline_loader.compressed_input import FailedRecord, failed_record_bad_row
 from plowline_loader.failed_events import FailedEventStyle, runtime_error
 from plowline_loader.limits import Limits, SizeChecks, iso_stamp
 from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
+from plowline_loader.schema_hold import SchemaHold
 
 __all__ = [
     "AccountingError",
@@ -79,6 +80,8 @@ __all__ = [
 from plowline_loader.types import TypeTracker
 
 _log = structlog.get_logger(__name__)
+
+NO_HOLD = SchemaHold()
 
 
 class Message(Protocol):
@@ -142,6 +145,8 @@ class _Sorted(NamedTuple):
     bad_rows: list[bytes]
     bad_by_code: Counter[str]
     bad_messages: list[Message]  # one per bad row, in order
+    held: list[Message]  # waiting for a missing schema (``schema_hold``)
+    held_schemas: set[str]
 
 
 class _Refused(NamedTuple):
@@ -191,9 +196,11 @@ class BatchProcessor:
         processor: Processor,
         limits: Limits | None = None,
         style: FailedEventStyle = FailedEventStyle.LOADER_1X,
+        hold: SchemaHold = NO_HOLD,
     ) -> None:
         self._builder = builder
         self._style = style
+        self._hold = hold
         self._to = destinations
         self._tracker = tracker
         self._clock = clock
@@ -304,6 +311,8 @@ class BatchProcessor:
         bad_rows: list[bytes] = []
         bad_messages: list[Message] = []
         codes: Counter[str] = Counter()
+        held: list[Message] = []
+        held_schemas: set[str] = set()
         sizes = self._sizes
         for message in messages:
             if type(message) is FailedRecord:
@@ -322,11 +331,16 @@ class BatchProcessor:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
+            missing = self._hold.missing(result, message.publish_time_us, now)
+            if missing:
+                held.append(message)
+                held_schemas.update(missing)
+                continue
             encoded, code = sizes.bad_row(result, message.data, _stamp(message, now))
             bad_rows.append(encoded)
             bad_messages.append(message)
             codes[code] += 1
-        return _Sorted(goods, bad_rows, codes, bad_messages)
+        return _Sorted(goods, bad_rows, codes, bad_messages, held, held_schemas)
 
     def _failed_record(self, record: FailedRecord, now: datetime) -> BadRow:
         """Return the failed event of a compressed batch's oversized record or corruption."""
@@ -408,7 +422,7 @@ class BatchProcessor:
         bad_by_code = Counter(batch.bad_by_code)
         bad_by_code.update(refused.bad_codes)
         return BatchOutcome(
-            events_in=len(messages) - handed_back,
+            events_in=len(messages) - handed_back - len(batch.held),
             good=len(landed),
             bad=len(batch.bad_rows) + len(refused.bad_rows),
             failed=len(refused.failed),
@@ -418,6 +432,8 @@ class BatchProcessor:
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
+            held_ids=frozenset(message.message_id for message in batch.held),
+            held_schemas=frozenset(batch.held_schemas),
         )
 
 

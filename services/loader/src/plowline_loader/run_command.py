@@ -90,6 +90,16 @@ _FLAGS = {
         "compressed input: decompressed bytes held per chunk being written (2.x's "
         "decompression.maxBytesInBatch, default 5242880)"
     ),
+    "--exit-on-missing-iglu-schema": (
+        "true: hold the events whose schema no Iglu registry has (unacked, shown in /readyz), "
+        "loading the rest, and fail them after --missing-schema-bound; false: fail them at "
+        "once (2.x's exitOnMissingIgluSchema; default: true for --column-mode major, else false)"
+    ),
+    "--missing-schema-bound": (
+        "seconds after its publish time an event waits for a missing schema before it "
+        "becomes a loader_iglu_error (default 21600 = 6 h; at most 6 days: keep it well "
+        "inside the subscription's message retention)"
+    ),
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"

@@ -33,6 +33,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+from plowline_loader.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 
@@ -63,6 +64,8 @@ class LoaderSettings(BaseSettings):
     insert_batch_rows: PositiveInt = 500
     max_bytes_single_payload: PositiveInt = MAX_BYTES_SINGLE_PAYLOAD  # 2.x's decompression
     max_bytes_in_batch: PositiveInt = MAX_BYTES_IN_BATCH
+    exit_on_missing_iglu_schema: bool | None = None  # None: true for column mode major (2.x)
+    missing_schema_bound: float = Field(DEFAULT_BOUND_S, gt=0, le=MAX_BOUND_S)
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
@@ -93,6 +96,13 @@ class LoaderSettings(BaseSettings):
         if load.mode is LoadKind.FILE_LOADS and load.frequency:
             return float(load.frequency)
         return 0.0
+
+    def schema_hold(self) -> SchemaHold:
+        """Return how events needing a missing schema are held (2.x's exitOnMissingIgluSchema)."""
+        enabled = self.exit_on_missing_iglu_schema
+        if enabled is None:
+            enabled = self.column_mode is ColumnMode.MAJOR
+        return SchemaHold(enabled, self.missing_schema_bound)
 
     def options(self) -> LoaderOptions:
         """Return the core option object (validated there too)."""

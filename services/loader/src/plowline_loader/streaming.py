@@ -152,6 +152,9 @@ class BatchWriter:
                 self.job_failures += 1
                 reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
             errors = self._record(reports, time.monotonic() - started)
+            held = sum(len(report.held_acks) for report in reports)
+            held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
+            self._readiness.holding(held_schemas, held)
             if not errors:
                 self._readiness.recovered()
                 self._settled(progress=True)
