@@ -51,7 +51,6 @@ from plowline_core.iglu.outage import RegistryOutage
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
 from plowline_loader.pipeline import BatchOutcome, Message, PartlyDelivered
-from plowline_loader.schema_hold import RETRY_S
 from plowline_loader.source import AckingPartition
 from plowline_loader.source.acking import HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
@@ -279,7 +278,7 @@ class _Recorder:
         processor = processor_for(self._config)
         decompression = self._config.decompression
         self.report, handed_back = process_in_chunks(processor, rows, size, decompression)
-        return HandBack(handed_back, self.report.held_acks, RETRY_S)
+        return HandBack(handed_back, self.report.held_acks, self._config.schema_hold.retry_s)
 
 
 def _held_acks(

@@ -49,6 +49,7 @@ class SchemaHold:
 
     enabled: bool = False
     bound_s: float = DEFAULT_BOUND_S
+    retry_s: int = RETRY_S  # seconds before a held message is delivered again
 
     def missing(self, bad: BadRow, published_us: int | None, now: datetime) -> Sequence[str]:
         """Return the missing schemas to hold ``bad``'s message for, or none to fail it now."""
