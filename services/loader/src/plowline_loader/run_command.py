@@ -43,6 +43,7 @@ from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from plowline_loader.vigil import arm_hard_exit, keep_vigil
+from plowline_loader.webhook import WebhookSender, readiness_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,6 +101,13 @@ _FLAGS = {
         "becomes a loader_iglu_error (default 21600 = 6 h; at most 6 days: keep it well "
         "inside the subscription's message retention)"
     ),
+    "--webhook-endpoint": (
+        "URL that receives heartbeats as 2.x sends them (iglu:com.snowplowanalytics."
+        "monitoring.loader/heartbeat/jsonschema/1-0-0, POST JSON) while the loader runs "
+        "(2.x's monitoring.webhook.endpoint; default: none)"
+    ),
+    "--webhook-heartbeat": "seconds between heartbeats (default 300, 2.x's 5 minutes)",
+    "--webhook-tags": "NAME=VALUE,… sent with every heartbeat (2.x's monitoring.webhook.tags)",
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"
@@ -174,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
     register_watch_metrics(registry, "loader", watch)
     health = serve_health(settings.port, registry, readiness, watch)
+    webhook = _start_webhook(settings, readiness)
     spark = build_spark_session(spark_settings)
     _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
@@ -191,7 +200,22 @@ def run(args: argparse.Namespace) -> int:
         loader.stop(settings.grace_period * 0.8)
         spark.stop()
         health.stop()
+        if webhook is not None:
+            webhook.stop()
     return code
+
+
+def _start_webhook(settings: LoaderSettings, readiness: Readiness) -> WebhookSender | None:
+    """Start posting heartbeats to ``--webhook-endpoint``, if one is given."""
+    if settings.webhook_endpoint is None:
+        return None
+    return WebhookSender(
+        settings.webhook_endpoint,
+        loader_version(),
+        readiness_status(lambda: bool(readiness.details()["started"])),
+        settings.webhook_heartbeat,
+        settings.webhook_tag_map(),
+    ).start()
 
 
 def log_spark_session(spark: SparkSession) -> None:

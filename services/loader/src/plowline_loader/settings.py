@@ -66,6 +66,9 @@ class LoaderSettings(BaseSettings):
     max_bytes_in_batch: PositiveInt = MAX_BYTES_IN_BATCH
     exit_on_missing_iglu_schema: bool | None = None  # None: true for column mode major (2.x)
     missing_schema_bound: float = Field(DEFAULT_BOUND_S, gt=0, le=MAX_BOUND_S)
+    webhook_endpoint: str | None = None  # 2.x's monitoring.webhook.endpoint
+    webhook_heartbeat: PositiveFloat = 300.0  # 2.x's monitoring.webhook.heartbeat (5 minutes)
+    webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
@@ -97,6 +100,22 @@ class LoaderSettings(BaseSettings):
             return float(load.frequency)
         return 0.0
 
+    def webhook_tag_map(self) -> dict[str, str]:
+        """Return ``webhook_tags`` as a mapping.
+
+        Raises:
+            ConfigError: a tag without ``=``.
+        """
+        tags: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in (self.webhook_tags or "").split(","))):
+            name, equals, value = item.partition("=")
+            if not equals or not name:
+                raise ConfigError(
+                    f"--webhook-tags ({ENV_PREFIX}WEBHOOK_TAGS): {item!r} is not NAME=VALUE"
+                )
+            tags[name] = value
+        return tags
+
     def schema_hold(self) -> SchemaHold:
         """Return how events needing a missing schema are held (2.x's exitOnMissingIgluSchema)."""
         enabled = self.exit_on_missing_iglu_schema
@@ -124,6 +143,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
     try:
         settings = LoaderSettings(**given)
         settings.options()
+        settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error)) from None
     if settings.lease_interval >= settings.ack_deadline:
