@@ -84,7 +84,9 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
         ``try_element_at`` gives NULL for a line with fewer fields, and such a line is
         keyed by its whole text (copies of one message still meet; lines that are not
         TSV spread over the tasks instead of piling into one). They become bad rows in
-        their task as before.
+        their task as before. A compressed batch has no tab either (mostly): it is keyed
+        by its whole bytes, so its copies meet, but its records are not keyed one by one
+        (``compressed_input``).
     """
     line = functions.col("data").cast("string")
     fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
