@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft4Validator, FormatChecker
 from plowline_core.badrows import Processor
 from plowline_core.errors import TransientError
@@ -308,3 +310,29 @@ def test_a_batch_that_cannot_be_read_is_counted_under_its_own_code(
     report, _ = process_in_chunks(rig.processor, rows)
 
     assert dict(report.outcome.bad_by_code) == {"parsing.compressed_batch": 2}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(-1, 4), min_size=1, max_size=6),
+    chunk_size=st.integers(1, 5),
+    failing=st.integers(1, 6),
+)
+def test_a_delivery_not_handed_back_has_every_record_in_the_table(
+    sizes: list[int], chunk_size: int, failing: int
+) -> None:
+    """Whatever the batches, the chunking and the insert that fails: acked means all landed."""
+    rig = Rig(sink_failing={failing})
+    rows: list[PulledMessage] = []
+    ids_of: dict[str, set[str]] = {}
+    for n, size in enumerate(sizes):  # -1: a plain line, else a batch of that many lines
+        lines = _lines(1 if size < 0 else size)
+        data = lines[0] if size < 0 else write_batch(lines, Compression.ZSTD)
+        rows.append(_delivery(f"d{n}", data))
+        ids_of[f"ack-d{n}"] = {line.split(b"\t")[6].decode() for line in lines}
+
+    _, handed_back = process_in_chunks(rig.processor, rows, chunk_size=chunk_size)
+
+    landed = {row.insert_id for row in rig.sink.rows}
+    acked = [row.ack_id for row in rows if row.ack_id not in handed_back]
+    assert [ack for ack in acked if not ids_of[ack] <= landed] == []
