@@ -103,6 +103,23 @@ def test_a_minimal_config_takes_2x_defaults() -> None:
         ),
         pytest.param("monitoring.healthProbe.port", 9010, "health_port", 9010, id="port"),
         pytest.param(
+            "monitoring.webhook.endpoint",
+            "https://hooks.acme/l",
+            "webhook_endpoint",
+            "https://hooks.acme/l",
+            id="webhook-endpoint",
+        ),
+        pytest.param(
+            "monitoring.webhook.heartbeat", "30.minutes", "webhook_heartbeat_s", 1800.0, id="beat"
+        ),
+        pytest.param(
+            "monitoring.webhook.tags.env",
+            "staging",
+            "webhook_tags",
+            (("env", "staging"),),
+            id="tag",
+        ),
+        pytest.param(
             "skipSchemas",
             ["iglu:com.acme/a/jsonschema/1-*-*"],
             "skip_schemas",
@@ -148,7 +165,7 @@ def test_an_honoured_key_is_read(path: str, value: Any, attribute: str, expected
         pytest.param("monitoring.metrics.statsd.port", 8125, "Prometheus", id="statsd"),
         pytest.param("monitoring.metrics.prometheus.tags.a", "b", "no extra tags", id="prom"),
         pytest.param("monitoring.sentry.dsn", "https://k@s/1", "not sent to Sentry", id="sentry"),
-        pytest.param("monitoring.webhook.endpoint", "https://h", "no webhook", id="webhook"),
+        pytest.param("monitoring.webhook.retries", 3, "endpoint, tags and heartbeat", id="webhook"),
         pytest.param(
             "monitoring.healthProbe.unhealthyLatency", "1 minute", "--stall-timeout", id="latency"
         ),

@@ -31,6 +31,7 @@ VARIANTS = (
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
     "prod+exactly-once",
+    "prod+loader-local",
 )
 
 #: package name of each image built from deploy/docker/<name>.Dockerfile
@@ -56,7 +57,9 @@ def render_overlay(overlay: str) -> list[Manifest]:
     """Return the manifests ``kubectl kustomize deploy/k8s/overlays/<overlay>`` prints.
 
     ``overlay+component+…`` renders the overlay with those components added, as a user's
-    kustomization listing them would (kustomize refuses absolute paths, hence relative ones).
+    kustomization listing them would (kustomize refuses absolute paths, hence relative ones):
+    the overlay's ``images`` apply to what the components add, as they do when the overlay
+    lists the components itself.
     """
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -70,12 +73,14 @@ def render_overlay(overlay: str) -> list[Manifest]:
         if components:
             target = Path(scratch)
             overlay_file = DEPLOY / "k8s" / "overlays" / name / "kustomization.yaml"
+            overlay_kustomization = yaml.safe_load(overlay_file.read_text())
             kustomization = {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",
                 "kind": "Kustomization",
-                "namespace": yaml.safe_load(overlay_file.read_text())["namespace"],
+                "namespace": overlay_kustomization["namespace"],
                 "resources": [os.path.relpath(DEPLOY / "k8s" / "overlays" / name, scratch)],
                 "components": [os.path.relpath(COMPONENTS / c, scratch) for c in components],
+                "images": overlay_kustomization.get("images", []),
             }
             (target / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
         result = subprocess.run(

@@ -52,6 +52,20 @@ def test_a_2x_config_brings_2x_settings() -> None:
     )
 
 
+def test_a_2x_webhook_reaches_the_loader_webhook() -> None:
+    """``monitoring.webhook`` (endpoint, heartbeat, tags) sets the loader's webhook flags."""
+    settings = load_settings({"config": str(FULL), "resolver": "r.json"})
+
+    settings = settings.with_config(load_pipeline_config(FULL))
+
+    expected = ("https://hooks.acme.internal/loader", 1800.0, {"env": "staging"})
+    assert expected == (
+        settings.webhook_endpoint,
+        settings.webhook_heartbeat,
+        settings.webhook_tag_map(),
+    )
+
+
 def test_a_minimal_2x_config_brings_2x_defaults() -> None:
     """Without the keys, 2.x's defaults apply: port 8000, 1 s trigger, missing schemas exit."""
     settings = load_settings({"config": str(MINIMAL), "resolver": "r.json"})

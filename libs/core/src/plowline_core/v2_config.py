@@ -43,7 +43,10 @@ _DEFAULTS: dict[str, Any] = {
     "legacyColumnMode": False,
     "exitOnMissingIgluSchema": True,
     "decompression": {"maxBytesInBatch": 5_242_880, "maxBytesSinglePayload": 10_000_000},
-    "monitoring": {"healthProbe": {"port": 8000, "unhealthyLatency": "5 minutes"}},
+    "monitoring": {
+        "healthProbe": {"port": 8000, "unhealthyLatency": "5 minutes"},
+        "webhook": {"tags": {}, "heartbeat": "5 minutes"},
+    },
 }
 
 # The keys plowline reads; every other key the user wrote is named in ``ignored``.
@@ -65,8 +68,11 @@ _HONOURED = frozenset(
         "decompression.maxBytesInBatch",
         "decompression.maxBytesSinglePayload",
         "monitoring.healthProbe.port",
+        "monitoring.webhook.endpoint",
+        "monitoring.webhook.heartbeat",
     }
 )
+_HONOURED_PREFIXES = ("monitoring.webhook.tags.",)
 
 # Why a key is not used: the longest matching prefix of the key's path wins.
 _REASONS: dict[str, str] = {
@@ -83,7 +89,7 @@ _REASONS: dict[str, str] = {
     "monitoring.metrics.statsd": "metrics are served for Prometheus on /metrics",
     "monitoring.metrics.prometheus": "metrics on /metrics carry no extra tags",
     "monitoring.sentry": "errors are logged, not sent to Sentry",
-    "monitoring.webhook": "no webhook: alerts come from /metrics and the logs",
+    "monitoring.webhook": "the webhook takes endpoint, tags and heartbeat",
     "monitoring.healthProbe.unhealthyLatency": "liveness uses --stall-timeout",
     "telemetry": "plowline sends no telemetry",
     "streams": "emulators are set by PUBSUB_EMULATOR_HOST and friends",
@@ -141,6 +147,9 @@ class V2Config:
     max_bytes_in_batch: int
     max_bytes_single_payload: int
     health_port: int
+    webhook_endpoint: str | None = None
+    webhook_tags: tuple[tuple[str, str], ...] = ()
+    webhook_heartbeat_s: float = 300.0
     ignored: tuple[str, ...] = ()
 
     @property
@@ -170,7 +179,7 @@ def parse_v2(document: Mapping[str, Any]) -> V2Config:
     tree = _merged(_DEFAULTS, document)
     by_reason: dict[str, list[str]] = {}
     for path in _leaves(document, ""):
-        if path not in _HONOURED:
+        if path not in _HONOURED and not path.startswith(_HONOURED_PREFIXES):
             by_reason.setdefault(_reason(path), []).append(path)
     ignored = tuple(f"{', '.join(paths)} ({reason})" for reason, paths in by_reason.items())
     return V2Config(
@@ -190,6 +199,9 @@ def parse_v2(document: Mapping[str, Any]) -> V2Config:
         max_bytes_in_batch=_positive_int(tree, "decompression.maxBytesInBatch"),
         max_bytes_single_payload=_positive_int(tree, "decompression.maxBytesSinglePayload"),
         health_port=_port(tree, "monitoring.healthProbe.port"),
+        webhook_endpoint=_optional_text(tree, "monitoring.webhook.endpoint"),
+        webhook_tags=_tags(tree, "monitoring.webhook.tags"),
+        webhook_heartbeat_s=_delay(tree, "monitoring.webhook.heartbeat"),
         ignored=ignored,
     )
 
@@ -281,6 +293,22 @@ def _port(tree: Mapping[str, Any], path: str) -> int:
     if value > 65535:
         raise ConfigError(f"{path}: must be a port (1-65535), got {value}")
     return value
+
+
+def _optional_text(tree: Mapping[str, Any], path: str) -> str | None:
+    value = _get(tree, path)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{path}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _tags(tree: Mapping[str, Any], path: str) -> tuple[tuple[str, str], ...]:
+    value = _get(tree, path)
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: must be an object of names to values, got {value!r}")
+    return tuple((str(name), str(tag)) for name, tag in value.items())
 
 
 def _delay(tree: Mapping[str, Any], path: str) -> float:

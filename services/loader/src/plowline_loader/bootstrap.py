@@ -15,6 +15,7 @@ Notes:
     partition's PENDING stream (ledger first) before the partition acks: a redelivered
     batch finds its event ids in the ledger and adds no row; copies within one batch
     are kept to one task and one write (``exactly_once``).
+    A 2.x config (column mode ``major``) gets 2.x's failed events (``failed_events``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
     Memory (issue 4): the Google client modules are imported when a processor is built,
@@ -48,8 +49,11 @@ from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.legacy import ColumnRules
 from plowline_core.transform.row import RowBuilder
 
+from plowline_loader.compressed_input import Decompression
 from plowline_loader.exactly_once import DistinctRowSink
+from plowline_loader.failed_events import FailedEventStyle
 from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
+from plowline_loader.schema_hold import SchemaHold
 from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S, TypeTracker
 
 if TYPE_CHECKING:
@@ -102,6 +106,9 @@ class WorkerConfig:
     types_republish_s: float = DEFAULT_REPUBLISH_AFTER_S
     options: LoaderOptions = field(default_factory=LoaderOptions)
     creates_table: bool = False  # a 2.x config: the driver creates 2.x's table if missing
+
+    decompression: Decompression = field(default_factory=Decompression)
+    schema_hold: SchemaHold = field(default_factory=SchemaHold)
 
     @property
     def column_rules(self) -> ColumnRules:
@@ -182,6 +189,8 @@ def worker_config(
         types_republish_s=settings.too_many_columns_delay,
         options=settings.options(pipeline),
         creates_table=pipeline.v2 is not None,
+        decompression=Decompression(settings.max_bytes_single_payload, settings.max_bytes_in_batch),
+        schema_hold=settings.schema_hold(),
     )
     build_resolver(config)
     return config
@@ -279,7 +288,16 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         clock,
         Processor(ARTIFACT, config.version),
         Limits(max_bad_row_bytes=config.max_bad_row_bytes),
+        failed_event_style(config.column_mode),
+        config.schema_hold,
     )
+
+
+def failed_event_style(column_mode: ColumnMode) -> FailedEventStyle:
+    """Return whose failed events the loader writes: 2.x's for a 2.x config (``major``)."""
+    if column_mode is ColumnMode.MAJOR:
+        return FailedEventStyle.LOADER_2X
+    return FailedEventStyle.LOADER_1X
 
 
 def build_row_sink(

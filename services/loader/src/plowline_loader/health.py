@@ -7,7 +7,12 @@ Its JSON body says what the loader waits on::
 
     {"ready": false, "lastError": "RegistryUnavailable: cannot resolve iglu:…",
      "registries": [{"repository": "Iglu Central", "since": "…Z", "lastFailure": "…Z",
-                     "lastError": "…ReadTimeout…", "failures": 12}]}
+                     "lastError": "…ReadTimeout…", "failures": 12}],
+     "missingSchemas": ["iglu:com.acme/checkout/jsonschema/1-0-0"], "heldEvents": 3}
+
+``missingSchemas`` are the schemas no registry has that the last batch held events for
+(``schema_hold``: exitOnMissingIgluSchema), shown only while there are some; they do not
+make the loader unready.
 
 Notes:
     Set from the driver's foreachBatch thread and read by the health server's threads:
@@ -43,6 +48,8 @@ class Readiness:
         self._gauge = gauge
         self.last_error: str | None = None
         self.registry_outages: Mapping[str, RegistryOutage] = {}
+        self.missing_schemas: frozenset[str] = frozenset()
+        self.held_events = 0
 
     def started(self) -> None:
         """Mark the streaming query as running."""
@@ -62,6 +69,24 @@ class Readiness:
         self._degraded.clear()
         self._publish()
 
+    def holding(self, schemas: frozenset[str], events: int) -> None:
+        """Record the events the last batch held for missing schemas (a known state: still ready).
+
+        Notes:
+            Logged when the set of schemas changes: once when a schema starts holding
+            events, once when it no longer does.
+        """
+        for schema in sorted(schemas - self.missing_schemas):
+            _log.warning(
+                "iglu schema missing: its events are held, the rest loads",
+                schema=schema,
+                held_events=events,
+                until="the schema is published, or --missing-schema-bound passes",
+            )
+        for schema in sorted(self.missing_schemas - schemas):
+            _log.info("iglu schema no longer holds events", schema=schema)
+        self.missing_schemas, self.held_events = schemas, events
+
     def stopped(self) -> None:
         """Mark the query as stopped (shutting down)."""
         self._started.clear()
@@ -74,11 +99,15 @@ class Readiness:
     def details(self) -> dict[str, Any]:
         """Return what ``/readyz`` shows besides ``ready``: the last error and failing registries."""
         degraded = self._degraded.is_set()
-        return {
+        details: dict[str, Any] = {
             "started": self._started.is_set(),
             "lastError": self.last_error if degraded else None,
             "registries": [outage.to_json() for outage in self.registry_outages.values()],
         }
+        if self.missing_schemas:
+            details["missingSchemas"] = sorted(self.missing_schemas)
+            details["heldEvents"] = self.held_events
+        return details
 
     def _hold(self, outages: dict[str, RegistryOutage]) -> None:
         known = self.registry_outages

@@ -9,6 +9,8 @@ publish time (see Notes):
 
     row over ``max_row_bytes``                       size_violation (BigQuery's limit)
     bad row over ``max_bad_row_bytes``               size_violation, code ``size.row``
+                                                     (2.x's shape for a 2.x config:
+                                                     ``failed_events``)
     failed insert over ``max_failed_insert_bytes``   size_violation (not a failed insert)
 
 Notes:
@@ -33,6 +35,8 @@ from plowline_core.badrows import BadRow, Processor, SizeViolationRow
 from plowline_core.messages import encode_failed_insert
 from plowline_core.ports import InsertFailure
 from plowline_core.transform.row import TransformedRow
+
+from plowline_loader.failed_events import FailedEventStyle, oversized_failed_event
 
 BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
 PUBSUB_REQUEST_BYTES = 10_000_000  # the Pub/Sub client refuses a bigger publish request
@@ -60,9 +64,15 @@ class Limits:
 class SizeChecks:
     """Apply ``Limits`` to a batch's outcomes, replacing what does not fit."""
 
-    def __init__(self, limits: Limits, processor: Processor) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        processor: Processor,
+        style: FailedEventStyle = FailedEventStyle.LOADER_1X,
+    ) -> None:
         self.limits = limits
         self._processor = processor
+        self._style = style
 
     def may_be_oversized(self, line: bytes) -> bool:
         """Say whether the row of ``line`` could be over ``max_row_bytes`` (False: it cannot).
@@ -86,7 +96,7 @@ class SizeChecks:
             f"row of {size} bytes exceeds BigQuery's insertAll request limit of {limit} bytes"
         )
         return SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, iso_stamp(at), self._processor
         )
 
     def bad_row(self, bad: BadRow, line: bytes, at: datetime) -> tuple[bytes, str]:
@@ -95,6 +105,9 @@ class SizeChecks:
         limit = self.limits.max_bad_row_bytes
         if len(encoded) <= limit:
             return encoded, str(bad.code)
+        if self._style is FailedEventStyle.LOADER_2X:
+            violation = oversized_failed_event(encoded, limit, iso_stamp(at))
+            return violation.to_json(self._processor), str(violation.code)
         expectation = f"bad row of {len(encoded)} bytes exceeds the {limit}-byte Pub/Sub budget"
         return self.violation(line, expectation, at)
 
@@ -115,7 +128,7 @@ class SizeChecks:
     def violation(self, line: bytes, expectation: str, at: datetime) -> tuple[bytes, str]:
         """Return a size violation holding the start of ``line``, stamped ``at``, and its code."""
         violation = SizeViolationRow.for_payload(
-            line, self.limits.max_bad_row_bytes, expectation, _iso(at), self._processor
+            line, self.limits.max_bad_row_bytes, expectation, iso_stamp(at), self._processor
         )
         return violation.to_json(self._processor), str(violation.code)
 
@@ -125,5 +138,6 @@ def encoded_row_size(row: TransformedRow) -> int:
     return len(orjson.dumps(row.data)) + len(row.event_id.encode()) + _ROW_OVERHEAD
 
 
-def _iso(moment: datetime) -> str:
+def iso_stamp(moment: datetime) -> str:
+    """Return ``moment`` as a bad row's timestamp (UTC, milliseconds, ``Z``)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -23,7 +23,8 @@ class BatchOutcome:
     """What one batch became; picklable, so executors can hand it to the driver.
 
     Notes:
-        ``good + bad + failed == events_in``. Latencies are seconds, one per landed row
+        ``good + bad + failed == events_in``: a message held for a missing schema
+        (``schema_hold``) is not counted in, it is named in ``held_ids``. Latencies are seconds, one per landed row
         (collector_tstamp → insert) and per landed message with a publish time
         (publish → insert).
     """
@@ -38,6 +39,8 @@ class BatchOutcome:
     failed_by_reason: Mapping[str, int] = field(default_factory=dict)
     collector_latency_s: tuple[float, ...] = ()
     publish_latency_s: tuple[float, ...] = ()
+    held_ids: frozenset[str] = frozenset()  # messages held for a missing schema (not counted)
+    held_schemas: frozenset[str] = frozenset()  # the schemas they wait for
 
     def merge(self, other: BatchOutcome) -> BatchOutcome:
         """Return the sum of two outcomes (counts added, latencies concatenated)."""
@@ -52,6 +55,8 @@ class BatchOutcome:
             failed_by_reason=dict(Counter(self.failed_by_reason) + Counter(other.failed_by_reason)),
             collector_latency_s=self.collector_latency_s + other.collector_latency_s,
             publish_latency_s=self.publish_latency_s + other.publish_latency_s,
+            held_ids=self.held_ids | other.held_ids,
+            held_schemas=self.held_schemas | other.held_schemas,
         )
 
     def without_latencies(self) -> BatchOutcome:
@@ -65,6 +70,7 @@ class BatchOutcome:
             self.duration_s,
             self.bad_by_code,
             self.failed_by_reason,
+            held_schemas=self.held_schemas,
         )
 
 

@@ -38,7 +38,7 @@ import gc
 import os
 import re
 import socket
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -49,8 +49,10 @@ from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.bootstrap import WorkerConfig, processor_for
+from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
 from plowline_loader.pipeline import BatchOutcome, Message, PartlyDelivered
 from plowline_loader.source import AckingPartition
+from plowline_loader.source.acking import HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
 
 if TYPE_CHECKING:
@@ -85,6 +87,7 @@ class PartitionReport:
     transient_error: str | None = None
     registry_outages: tuple[RegistryOutage, ...] = ()  # the Iglu registries that held it back
     unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
+    held_acks: tuple[str, ...] = ()  # held for a missing schema: delivered again later
     executor: str = "driver"
 
 
@@ -199,34 +202,43 @@ class ChunkProcessor(Protocol):
 
 
 def process_in_chunks(
-    processor: ChunkProcessor, rows: list[PulledMessage], chunk_size: int = CHUNK_MESSAGES
+    processor: ChunkProcessor,
+    rows: list[PulledMessage],
+    chunk_size: int = CHUNK_MESSAGES,
+    decompression: Decompression = DEFAULT_DECOMPRESSION,
 ) -> tuple[PartitionReport, list[str]]:
     """Process a partition's rows chunk by chunk, pipelined; return the report and the ack
     ids to hand back (not durable).
 
     Notes:
+        A row that is a compressed batch is many events: the chunks are of its records,
+        opened as they are needed (``compressed_input.Chunks``), each carrying the row's
+        ack id; the row is acked only once every chunk holding one of its records is
+        written (an event's outcome is durable per record, the ack is per row).
         While one chunk is being written (``deliver``, in a second thread, mostly waiting
         on BigQuery), the next is transformed (``prepare``): the first insert leaves after
         one chunk is transformed, and the table always has the next request coming.
-        After a ``TransientError`` the chunks already written stay written (they are
-        acked); the rest is handed back and the report carries the error. Of a chunk
-        whose insert returned before a publish failed (``PartlyDelivered``) only the
-        messages it names are handed back: the rest is durable, and handing it back would
-        insert it again on every retry. Any other exception propagates, once the chunk
-        being written is done.
+        After a ``TransientError`` the rows whose records are all in chunks already
+        written stay written (they are acked); every other row is handed back and the
+        report carries the error. Of a chunk whose insert returned before a publish
+        failed (``PartlyDelivered``) only the rows of the records it names are handed
+        back (with the rows that go on past the chunk): the rest is durable, and handing
+        it back would insert it again on every retry. Any other exception propagates,
+        once the chunk being written is done.
     """
-    chunks = [rows[i : i + chunk_size] for i in range(0, len(rows), chunk_size)]
+    chunks = Chunks(rows, chunk_size, decompression)
     outcome = BatchOutcome()
     written = 0  # chunks whose outcomes are durable
     with ThreadPoolExecutor(1, thread_name_prefix="plowline-deliver") as pool:
         writing: Future[BatchOutcome] | None = None
+        in_writing: list[Item] = []
         try:
             for chunk in chunks:
                 prepared = processor.prepare(chunk)
                 if writing is not None:
                     outcome = outcome.merge(writing.result())
                     written, writing = written + 1, None
-                writing = pool.submit(processor.deliver, prepared)
+                writing, in_writing = pool.submit(processor.deliver, prepared), chunk
             if writing is not None:
                 outcome = outcome.merge(writing.result())
                 written, writing = written + 1, None
@@ -234,22 +246,24 @@ def process_in_chunks(
             # A chunk may have failed to prepare while the one before was being written:
             # settle that write (a write that failed is still ``writing``).
             late = writing.exception() if writing is not None else None
-            handed_back: list[str] = []
+            handed_back: set[str] = set()
             if writing is not None and late is None:
                 outcome = outcome.merge(writing.result())
                 written += 1
             elif isinstance(late, PartlyDelivered):
                 # Its insert returned: ack what is durable, hand back only the rest.
                 outcome = outcome.merge(late.outcome)
-                handed_back = _acks_of(chunks[written], late.not_durable)
+                handed_back = _acks_of(in_writing, late.not_durable)
                 written += 1
             elif late is not None and not isinstance(late, TransientError):
                 raise late from error  # a bug while writing: fail the task
-            handed_back += [row.ack_id for chunk in chunks[written:] for row in chunk]
+            handed_back.update(row.ack_id for row in rows[chunks.first_unsettled(written) :])
             outages = error.outages if isinstance(error, RegistryUnavailable) else ()
+            held = _held_acks(rows, outcome.held_ids, handed_back)
             report = PartitionReport(outcome, f"{type(error).__name__}: {error}", outages)
-            return report, handed_back
-    return PartitionReport(outcome), []
+            report = replace(report, held_acks=held)
+            return report, [row.ack_id for row in rows if row.ack_id in handed_back]
+    return PartitionReport(outcome, held_acks=_held_acks(rows, outcome.held_ids, set())), []
 
 
 class _Recorder:
@@ -259,11 +273,30 @@ class _Recorder:
         self._config = config
         self.report = PartitionReport()
 
-    def __call__(self, rows: list[PulledMessage]) -> Collection[str] | None:
+    def __call__(self, rows: list[PulledMessage]) -> HandBack:
         size = chunk_size_for(self._config, len(rows))
-        self.report, handed_back = process_in_chunks(processor_for(self._config), rows, size)
-        return handed_back or None
+        processor = processor_for(self._config)
+        decompression = self._config.decompression
+        self.report, handed_back = process_in_chunks(processor, rows, size, decompression)
+        return HandBack(handed_back, self.report.held_acks, self._config.schema_hold.retry_s)
 
 
-def _acks_of(chunk: Sequence[PulledMessage], message_ids: frozenset[str]) -> list[str]:
-    return [row.ack_id for row in chunk if row.message_id in message_ids]
+def _held_acks(
+    rows: Sequence[PulledMessage], held_ids: frozenset[str], handed_back: set[str]
+) -> tuple[str, ...]:
+    """Return the ack ids of the rows holding a held message (a record ``<id>#<n>`` or itself)."""
+    if not held_ids:
+        return ()
+    parents = {message_id.rpartition("#")[0] or message_id for message_id in held_ids}
+    parents |= held_ids
+    return tuple(
+        dict.fromkeys(
+            row.ack_id
+            for row in rows
+            if row.message_id in parents and row.ack_id not in handed_back
+        )
+    )
+
+
+def _acks_of(chunk: Sequence[Item], message_ids: frozenset[str]) -> set[str]:
+    return {item.ack_id for item in chunk if item.message_id in message_ids}

@@ -4,10 +4,16 @@
 
     good row        inserted into the table (insertId = event_id)
     failed insert   the table refused the row, or it needs a column the table lacks:
-                    the BigQuery-JSON row goes to the failedInserts topic
+                    the BigQuery-JSON row goes to the failedInserts topic (for a 2.x
+                    config a row refused as invalid is 2.x's ``loader_runtime_error``
+                    bad row instead: ``failed_events``)
     bad row         the line did not parse or its entities did not validate, or the row,
                     its bad row or its failed insert is over a size limit
-                    (``size_violation``): badRows topic
+                    (``size_violation``), or it is a compressed batch's oversized record
+                    or corruption (``compressed_input.FailedRecord``): badRows topic
+
+A message here is one event: a compressed batch arrives opened into its records
+(``compressed_input``), each one message with its delivery's ack id.
 
 and announces on the types topic the entity types whose column the table lacks.
 
@@ -36,7 +42,7 @@ from enum import Enum
 from typing import NamedTuple, Protocol
 
 import structlog
-from plowline_core.badrows import BadRow, FailureCode, Processor
+from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
@@ -54,8 +60,11 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.limits import Limits, SizeChecks
+from plowline_loader.compressed_input import FailedRecord, failed_record_bad_row
+from plowline_loader.failed_events import FailedEventStyle, runtime_error
+from plowline_loader.limits import Limits, SizeChecks, iso_stamp
 from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
+from plowline_loader.schema_hold import SchemaHold
 
 __all__ = [
     "AccountingError",
@@ -71,6 +80,8 @@ __all__ = [
 from plowline_loader.types import TypeTracker
 
 _log = structlog.get_logger(__name__)
+
+NO_HOLD = SchemaHold()
 
 
 class Message(Protocol):
@@ -134,6 +145,8 @@ class _Sorted(NamedTuple):
     bad_rows: list[bytes]
     bad_by_code: Counter[str]
     bad_messages: list[Message]  # one per bad row, in order
+    held: list[Message]  # waiting for a missing schema (``schema_hold``)
+    held_schemas: set[str]
 
 
 class _Refused(NamedTuple):
@@ -141,9 +154,10 @@ class _Refused(NamedTuple):
 
     failed: list[InsertFailure]  # published to failedInserts (``payloads``, same order)
     payloads: list[bytes]
-    bad_rows: list[bytes]  # too big to publish as failed inserts: size violations
+    bad_rows: list[bytes]  # too big to publish as failed inserts, or 2.x's runtime errors
     failed_messages: list[Message]  # the message of each failed insert
-    bad_messages: list[Message]  # the message of each size violation
+    bad_messages: list[Message]  # the message of each bad row
+    bad_codes: list[str]  # the failure code of each bad row
 
 
 class _Stage(Enum):
@@ -181,12 +195,17 @@ class BatchProcessor:
         clock: Clock,
         processor: Processor,
         limits: Limits | None = None,
+        style: FailedEventStyle = FailedEventStyle.LOADER_1X,
+        hold: SchemaHold = NO_HOLD,
     ) -> None:
         self._builder = builder
+        self._style = style
+        self._hold = hold
         self._to = destinations
         self._tracker = tracker
         self._clock = clock
-        self._sizes = SizeChecks(limits or Limits(), processor)
+        self._sizes = SizeChecks(limits or Limits(), processor, style)
+        self._processor = processor
 
     def process(self, messages: Sequence[Message]) -> BatchOutcome:
         """Route every message to the table, failedInserts or badRows; return the counts.
@@ -272,7 +291,7 @@ class BatchProcessor:
         messages, batch, started = prepared
         failures, refused, published, inserted_at = delivered
         pending = batch.bad_messages + refused.bad_messages
-        kept = refused._replace(bad_rows=[], bad_messages=[])
+        kept = refused._replace(bad_rows=[], bad_messages=[], bad_codes=[])
         if stage is _Stage.FAILED:
             pending += refused.failed_messages
             kept = kept._replace(failed=[], payloads=[], failed_messages=[])
@@ -292,8 +311,17 @@ class BatchProcessor:
         bad_rows: list[bytes] = []
         bad_messages: list[Message] = []
         codes: Counter[str] = Counter()
+        held: list[Message] = []
+        held_schemas: set[str] = set()
         sizes = self._sizes
         for message in messages:
+            if type(message) is FailedRecord:
+                failed = self._failed_record(message, now)
+                encoded, code = sizes.bad_row(failed, message.data, _stamp(message, now))
+                bad_rows.append(encoded)
+                bad_messages.append(message)
+                codes[code] += 1
+                continue
             result = self._transform(message.data)
             if isinstance(result, TransformedRow):
                 oversized = None
@@ -303,11 +331,22 @@ class BatchProcessor:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
                 result = oversized
+            missing = self._hold.missing(result, message.publish_time_us, now)
+            if missing:
+                held.append(message)
+                held_schemas.update(missing)
+                continue
             encoded, code = sizes.bad_row(result, message.data, _stamp(message, now))
             bad_rows.append(encoded)
             bad_messages.append(message)
             codes[code] += 1
-        return _Sorted(goods, bad_rows, codes, bad_messages)
+        return _Sorted(goods, bad_rows, codes, bad_messages, held, held_schemas)
+
+    def _failed_record(self, record: FailedRecord, now: datetime) -> BadRow:
+        """Return the failed event of a compressed batch's oversized record or corruption."""
+        stamp = iso_stamp(_stamp(record, now))
+        limit = self._sizes.limits.max_bad_row_bytes
+        return failed_record_bad_row(record.failure, record.data, stamp, limit, self._processor)
 
     def _transform(self, data: bytes) -> TransformedRow | BadRow:
         try:
@@ -320,18 +359,27 @@ class BatchProcessor:
         self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
     ) -> _Refused:
         """Encode the failed inserts; one too big for a Pub/Sub message becomes a bad row."""
-        refused = _Refused([], [], [], [], [])
+        refused = _Refused([], [], [], [], [], [])
         sources = {id(good.row): good.message for good in goods} if failures else {}
         for failure in failures:
             message = sources.get(id(failure.row), InboundMessage(b"", ""))
-            payload, code = self._sizes.failed_insert(failure, message.data, _stamp(message, now))
-            if code is None:
-                refused.failed.append(failure)
-                refused.payloads.append(payload)
-                refused.failed_messages.append(message)
+            stamp = _stamp(message, now)
+            error = None
+            if self._style is FailedEventStyle.LOADER_2X:
+                error = runtime_error(failure, message.data)
+            if error is not None:
+                payload, code = self._sizes.bad_row(error, message.data, stamp)
             else:
-                refused.bad_rows.append(payload)
-                refused.bad_messages.append(message)
+                payload, failed_code = self._sizes.failed_insert(failure, message.data, stamp)
+                if failed_code is None:
+                    refused.failed.append(failure)
+                    refused.payloads.append(payload)
+                    refused.failed_messages.append(message)
+                    continue
+                code = failed_code
+            refused.bad_rows.append(payload)
+            refused.bad_messages.append(message)
+            refused.bad_codes.append(code)
         return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
@@ -372,10 +420,9 @@ class BatchProcessor:
         not_landed = {id(failure.row) for failure in failures}
         landed = [good for good in batch.goods if id(good.row) not in not_landed]
         bad_by_code = Counter(batch.bad_by_code)
-        if refused.bad_rows:
-            bad_by_code[str(FailureCode.SIZE_ROW)] += len(refused.bad_rows)
+        bad_by_code.update(refused.bad_codes)
         return BatchOutcome(
-            events_in=len(messages) - handed_back,
+            events_in=len(messages) - handed_back - len(batch.held),
             good=len(landed),
             bad=len(batch.bad_rows) + len(refused.bad_rows),
             failed=len(refused.failed),
@@ -385,6 +432,8 @@ class BatchProcessor:
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
             collector_latency_s=_collector_latencies(landed, inserted_at),
             publish_latency_s=_publish_latencies(landed, inserted_at),
+            held_ids=frozenset(message.message_id for message in batch.held),
+            held_schemas=frozenset(batch.held_schemas),
         )
 
 

@@ -50,6 +50,7 @@ from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from plowline_loader.vigil import arm_hard_exit, keep_vigil
+from plowline_loader.webhook import WebhookSender, readiness_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,6 +102,32 @@ _FLAGS = {
         f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "
         "any supervisor restarts it (default 600)"
     ),
+    "--max-bytes-single-payload": (
+        "compressed input: the longest record read from a gzip or zstd batch; a longer one "
+        "is a size_violation failed event (2.x's decompression.maxBytesSinglePayload, "
+        "default 10000000)"
+    ),
+    "--max-bytes-in-batch": (
+        "compressed input: decompressed bytes held per chunk being written (2.x's "
+        "decompression.maxBytesInBatch, default 5242880)"
+    ),
+    "--exit-on-missing-iglu-schema": (
+        "true: hold the events whose schema no Iglu registry has (unacked, shown in /readyz), "
+        "loading the rest, and fail them after --missing-schema-bound; false: fail them at "
+        "once (2.x's exitOnMissingIgluSchema; default: true for --column-mode major, else false)"
+    ),
+    "--missing-schema-bound": (
+        "seconds after its publish time an event waits for a missing schema before it "
+        "becomes a loader_iglu_error (default 21600 = 6 h; at most 6 days: keep it well "
+        "inside the subscription's message retention)"
+    ),
+    "--webhook-endpoint": (
+        "URL that receives heartbeats as 2.x sends them (iglu:com.snowplowanalytics."
+        "monitoring.loader/heartbeat/jsonschema/1-0-0, POST JSON) while the loader runs "
+        "(2.x's monitoring.webhook.endpoint; default: none)"
+    ),
+    "--webhook-heartbeat": "seconds between heartbeats (default 300, 2.x's 5 minutes)",
+    "--webhook-tags": "NAME=VALUE,… sent with every heartbeat (2.x's monitoring.webhook.tags)",
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"
@@ -178,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
     register_watch_metrics(registry, "loader", watch)
     health = serve_health(settings.port, registry, readiness, watch)
+    webhook = _start_webhook(settings, readiness)
     spark = build_spark_session(spark_settings)
     _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
@@ -195,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
         loader.stop(settings.grace_period * 0.8)
         spark.stop()
         health.stop()
+        if webhook is not None:
+            webhook.stop()
     return code
 
 
@@ -209,6 +239,19 @@ def _create_table(config: WorkerConfig) -> bool:
         return False
     _log.info("table created" if created else "table exists", table=config.bigquery.table_ref)
     return True
+
+
+def _start_webhook(settings: LoaderSettings, readiness: Readiness) -> WebhookSender | None:
+    """Start posting heartbeats to ``--webhook-endpoint``, if one is given."""
+    if settings.webhook_endpoint is None:
+        return None
+    return WebhookSender(
+        settings.webhook_endpoint,
+        loader_version(),
+        readiness_status(lambda: bool(readiness.details()["started"])),
+        settings.webhook_heartbeat,
+        settings.webhook_tag_map(),
+    ).start()
 
 
 def log_spark_session(spark: SparkSession) -> None:

@@ -36,7 +36,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+from plowline_loader.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
@@ -67,6 +69,13 @@ class LoaderSettings(BaseSettings):
     schema_refresh: PositiveFloat = 60.0
     max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
     insert_batch_rows: PositiveInt = 500
+    max_bytes_single_payload: PositiveInt = MAX_BYTES_SINGLE_PAYLOAD  # 2.x's decompression
+    max_bytes_in_batch: PositiveInt = MAX_BYTES_IN_BATCH
+    exit_on_missing_iglu_schema: bool | None = None  # None: true for column mode major (2.x)
+    missing_schema_bound: float = Field(DEFAULT_BOUND_S, gt=0, le=MAX_BOUND_S)
+    webhook_endpoint: str | None = None  # 2.x's monitoring.webhook.endpoint
+    webhook_heartbeat: PositiveFloat = 300.0  # 2.x's monitoring.webhook.heartbeat (5 minutes)
+    webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
     spark_ui: bool = False
@@ -95,10 +104,6 @@ class LoaderSettings(BaseSettings):
     #: seconds before a type still without a column (e.g. the table at BigQuery's column
     #: limit) is announced again; 2.x: retries.tooManyColumns.delay
     too_many_columns_delay: PositiveFloat = DEFAULT_REPUBLISH_AFTER_S
-    #: 2.x decompression.* and exitOnMissingIgluSchema (2.x's defaults for a 2.x config)
-    max_bytes_single_payload: PositiveInt = 10_000_000
-    max_bytes_in_batch: PositiveInt = 5_242_880
-    exit_on_missing_iglu_schema: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -114,7 +119,8 @@ class LoaderSettings(BaseSettings):
 
         ``batching.maxDelay`` is the trigger interval, ``batching.maxBytes`` the bytes per
         partition, ``batching.writeBatchConcurrency`` the partitions,
-        ``monitoring.healthProbe.port`` the port; the column mode is ``major``.
+        ``monitoring.healthProbe.port`` the port, ``monitoring.webhook`` the webhook; the
+        column mode is ``major``.
         """
         v2 = pipeline.v2
         if v2 is None:
@@ -129,6 +135,9 @@ class LoaderSettings(BaseSettings):
             "max_bytes_single_payload": v2.max_bytes_single_payload,
             "max_bytes_in_batch": v2.max_bytes_in_batch,
             "exit_on_missing_iglu_schema": v2.exit_on_missing_iglu_schema,
+            "webhook_endpoint": v2.webhook_endpoint,
+            "webhook_heartbeat": v2.webhook_heartbeat_s,
+            "webhook_tags": ",".join(f"{name}={value}" for name, value in v2.webhook_tags) or None,
         }
         update = {k: v for k, v in from_config.items() if k not in self.model_fields_set}
         return self.model_copy(update=update)
@@ -140,6 +149,29 @@ class LoaderSettings(BaseSettings):
         if load.mode is LoadKind.FILE_LOADS and load.frequency:
             return float(load.frequency)
         return 0.0
+
+    def webhook_tag_map(self) -> dict[str, str]:
+        """Return ``webhook_tags`` as a mapping.
+
+        Raises:
+            ConfigError: a tag without ``=``.
+        """
+        tags: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in (self.webhook_tags or "").split(","))):
+            name, equals, value = item.partition("=")
+            if not equals or not name:
+                raise ConfigError(
+                    f"--webhook-tags ({ENV_PREFIX}WEBHOOK_TAGS): {item!r} is not NAME=VALUE"
+                )
+            tags[name] = value
+        return tags
+
+    def schema_hold(self) -> SchemaHold:
+        """Return how events needing a missing schema are held (2.x's exitOnMissingIgluSchema)."""
+        enabled = self.exit_on_missing_iglu_schema
+        if enabled is None:
+            enabled = self.column_mode is ColumnMode.MAJOR
+        return SchemaHold(enabled, self.missing_schema_bound)
 
     def options(self, pipeline: PipelineConfig | None = None) -> LoaderOptions:
         """Return the core option object (validated there too); 2.x's column keys from ``pipeline``."""
@@ -165,6 +197,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
     try:
         settings = LoaderSettings(**given)
         settings.options()
+        settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error)) from None
     if settings.lease_interval >= settings.ack_deadline:

@@ -105,6 +105,8 @@ def key_column() -> Column:
         TSV spread over the tasks instead of piling into one). They become bad rows in
         their task as before. Lower-cased: the ledger keys on the canonical id
         (``decode_uuid``), so two spellings of one id must meet in one task too.
+        A compressed batch has no tab either (mostly): it is keyed by its whole bytes, so
+        its copies meet, but its records are not keyed one by one (``compressed_input``).
     """
     line = functions.col("data").cast("string")
     fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
@@ -172,6 +174,9 @@ class BatchWriter:
                 self.job_failures += 1
                 reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
             errors = self._record(reports, time.monotonic() - started)
+            held = sum(len(report.held_acks) for report in reports)
+            held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
+            self._readiness.holding(held_schemas, held)
             if not errors:
                 self._readiness.recovered()
                 self._settled(progress=True)

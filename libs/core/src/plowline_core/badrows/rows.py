@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from plowline_core.badrows.codes import FailureCode
 from plowline_core.badrows.envelope import Processor, badrow_key, dumps, self_describing
+from plowline_core.event.compressed import BATCH_VERSION_PREFIX
 from plowline_core.iglu.key import SchemaKey
 
 INVALID_UTF8_PREFIX = "Invalid UTF-8"
@@ -46,8 +47,11 @@ class ParsingErrorRow:
         if kind in _PARSING_CODES:
             return _PARSING_CODES[kind]
         errors = self.failure.get("errors") or ()
-        if any(str(error.get("message", "")).startswith(INVALID_UTF8_PREFIX) for error in errors):
+        messages = [str(error.get("message", "")) for error in errors]
+        if any(message.startswith(INVALID_UTF8_PREFIX) for message in messages):
             return FailureCode.PARSING_INVALID_UTF8
+        if any(_is_batch_failure(message) for message in messages):
+            return FailureCode.PARSING_COMPRESSED_BATCH
         return FailureCode.PARSING_ROW_DECODING
 
     def to_dict(self, processor: Processor) -> dict[str, Any]:
@@ -57,6 +61,12 @@ class ParsingErrorRow:
     def to_json(self, processor: Processor) -> bytes:
         """Return the self-describing bad row as compact JSON."""
         return dumps(self.to_dict(processor))
+
+
+def _is_batch_failure(message: str) -> bool:
+    """Say whether ``message`` is a compressed batch's failure (``event.compressed``'s words)."""
+    corrupt = message.startswith("corrupt ") and message.endswith("-compressed payload")
+    return corrupt or message.startswith(BATCH_VERSION_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

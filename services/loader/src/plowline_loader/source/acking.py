@@ -12,7 +12,8 @@ Notes:
     ``AckingPartition`` runs on the executor inside ``foreachPartition``: it collects the
     partition's rows (bounded by the source's per-partition budgets), starts a lease
     extender over their ack ids, calls the processor, then acks every ack id the processor
-    did not hand back, and nacks the ones it did (redelivered at once). If the processor
+    did not hand back, and nacks the ones it did (redelivered at once); the ones it hands
+    back for later (``HandBack.later``) get that ack deadline instead (redelivered then). If the processor
     raises, every ack id of the partition is nacked and the error propagates, so the task
     fails and Spark retries or stops the query: the messages come back, none is lost.
     The processor must only return after its writes are durable (insert returned,
@@ -31,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import structlog
@@ -47,7 +49,19 @@ _log = structlog.get_logger("plowline.loader.source")
 
 
 _D = TypeVar("_D", bound=Delivery)
-PartitionProcessor = Callable[[list[_D]], Collection[str] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class HandBack:
+    """What a processor hands back: ``now`` is nacked (delivered again at once), ``later``
+    gets an ack deadline of ``later_s`` seconds (delivered again then); the rest is acked."""
+
+    now: Collection[str] = ()
+    later: Collection[str] = ()
+    later_s: int = 60
+
+
+PartitionProcessor = Callable[[list[_D]], Collection[str] | HandBack | None]
 
 ACK_ATTEMPTS = 3
 """Tries of one settling call (ack or nack of a subscription's ids) before it is given up."""
@@ -60,6 +74,7 @@ class Settlement:
     acked: int = 0
     nacked: int = 0
     unsettled: int = 0  # ack ids whose ack or nack kept failing (they come back on their own)
+    later: int = 0  # ack ids handed back for later (``HandBack.later``)
 
 
 @dataclass(frozen=True)
@@ -96,21 +111,28 @@ class AckingPartition(Generic[_D]):
                     )
                 )
             try:
-                not_durable = frozenset(self.process(batch) or ())
+                returned = self.process(batch)
             except BaseException:
                 _nack_after_failure(subscriptions, ack_ids)
                 raise
+            hand_back = returned if isinstance(returned, HandBack) else HandBack(returned or ())
+            not_durable = frozenset(hand_back.now)
+            later = frozenset(hand_back.later) - not_durable
             settlement = Settlement()
             for path, ids in ack_ids.items():
                 subscription = subscriptions[path]
-                done = [i for i in ids if i not in not_durable]
+                done = [i for i in ids if i not in not_durable and i not in later]
                 undone = [i for i in ids if i in not_durable]
+                delayed = [i for i in ids if i in later]
                 failed_acks = _settle(subscription.ack, "ack", path, done)
                 failed_nacks = _settle(subscription.nack, "nack", path, undone)
+                later_call = partial(_modack, subscription, hand_back.later_s)
+                failed_later = _settle(later_call, "modack", path, delayed)
                 settlement = Settlement(
                     settlement.acked + len(done) - failed_acks,
                     settlement.nacked + len(undone) - failed_nacks,
-                    settlement.unsettled + failed_acks + failed_nacks,
+                    settlement.unsettled + failed_acks + failed_nacks + failed_later,
+                    settlement.later + len(delayed) - failed_later,
                 )
             return settlement
 
@@ -133,6 +155,10 @@ def _settle(call: Callable[[list[str]], None], verb: str, path: str, ids: list[s
                 error=str(error),
             )
     return len(ids)
+
+
+def _modack(subscription: Subscription, seconds: int, ids: list[str]) -> None:
+    subscription.modack(ids, seconds)
 
 
 def _nack_after_failure(
