@@ -38,6 +38,9 @@ HONOURED = {
     "exitOnMissingIgluSchema",
     "decompression.maxBytesInBatch",
     "decompression.maxBytesSinglePayload",
+    "monitoring.webhook.endpoint",
+    "monitoring.webhook.heartbeat",
+    "monitoring.webhook.tags.env",
     "monitoring.healthProbe.port",
 }
 
