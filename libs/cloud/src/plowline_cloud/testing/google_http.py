@@ -102,6 +102,8 @@ class ScriptedGoogleHttp(BaseAdapter):
             return "insertAll", self._insert_all
         if method == "POST" and re.fullmatch(r"/bigquery/v2/projects/[^/]+/jobs", path):
             return "jobs.insert", self._insert_job
+        if method == "GET" and "/tables/" in path:
+            return "tables.get", self._get_table
         if method == "GET" and "/jobs/" in path:
             return "jobs.get", self._get_job
         if method == "GET" and "/queries/" in path:
@@ -111,6 +113,16 @@ class ScriptedGoogleHttp(BaseAdapter):
         if method == "DELETE" and path.startswith("/storage/v1/b/"):
             return "delete", self._delete
         raise AssertionError(f"ScriptedGoogleHttp: no route for {method} {path}")
+
+    def _get_table(self, _: Any, url: Any, __: HttpFault) -> tuple[int, Any]:
+        parts = url.path.removeprefix("/bigquery/v2/").split("/")
+        reference = {"projectId": parts[1], "datasetId": parts[3], "tableId": parts[5]}
+        table: dict[str, Any] = {"tableReference": reference, "schema": {"fields": []}}
+        if self._partition:
+            table["timePartitioning"] = {"type": "DAY", "field": self._partition}
+            table["requirePartitionFilter"] = True
+            table["schema"]["fields"] = [{"name": self._partition, "type": "TIMESTAMP"}]
+        return 200, table
 
     def _insert_all(self, request: Any, url: Any, _: HttpFault) -> tuple[int, Any]:
         table = url.path.removeprefix("/bigquery/v2/").removesuffix("/insertAll")

@@ -53,8 +53,21 @@ class CommitFault(StrEnum):
     OK = "ok"  # commit, or the stream errors BigQuery gives for the streams' states
     UNAVAILABLE = "unavailable"  # the call fails; nothing committed
     LOST_APPLIED = "lost-applied"  # committed, then the answer is lost
-    INVALID_STREAM_STATE = "invalid-stream-state"  # a stream error; nothing committed
-    EXPIRED = "expired"  # the PENDING streams were garbage-collected: STREAM_NOT_FOUND
+    # The streams named can never be committed from now on (nothing of them committed):
+    EXPIRED = "expired"  # garbage-collected: STREAM_NOT_FOUND
+    INVALID_STREAM_STATE = "invalid-stream-state"  # INVALID_STREAM_STATE
+    SCHEMA_MISMATCH = "schema-mismatch"  # a column was dropped: SCHEMA_MISMATCH_EXTRA_FIELDS
+
+
+_SPOILED = {
+    CommitFault.EXPIRED: "gone",
+    CommitFault.INVALID_STREAM_STATE: "invalid",
+    CommitFault.SCHEMA_MISMATCH: "mismatched",
+}
+_SPOILED_ERRORS = {
+    "invalid": (_SEC.INVALID_STREAM_STATE, "stream is in an invalid state"),
+    "mismatched": (_SEC.SCHEMA_MISMATCH_EXTRA_FIELDS, "input schema has more fields"),
+}
 
 
 @dataclass
@@ -62,7 +75,7 @@ class _Stream:
     table: str
     kind: int
     rows: list[dict[str, Any]] = field(default_factory=list)
-    state: str = "open"  # open, finalized, committed, gone
+    state: str = "open"  # open, finalized, committed; gone, invalid, mismatched: never commits
 
 
 class ScriptedWriteClient:
@@ -92,6 +105,12 @@ class ScriptedWriteClient:
                 counts.update(str(row.get(self._key)) for row in rows)
         return counts
 
+    def spoil_pending(self, fault: CommitFault) -> None:
+        """Make every finalized, uncommitted stream uncommittable as ``fault`` says."""
+        for stream in self.streams.values():
+            if stream.state == "finalized":
+                stream.state = _SPOILED[fault]
+
     def create_write_stream(
         self, parent: str, write_stream: types.WriteStream, **_: Any
     ) -> types.WriteStream:
@@ -112,12 +131,10 @@ class ScriptedWriteClient:
         names = list(request.write_streams)
         if fault is CommitFault.UNAVAILABLE:
             raise _error(gexc.ServiceUnavailable, "commit: backend unavailable")
-        if fault is CommitFault.INVALID_STREAM_STATE:
-            return _commit_errors(names, _SEC.INVALID_STREAM_STATE, "stream is not finalized")
-        if fault is CommitFault.EXPIRED:
+        if fault in _SPOILED:
             for name in names:
                 if self.streams[name].state != "committed":
-                    self.streams[name].state = "gone"
+                    self.streams[name].state = _SPOILED[fault]
         errors = [error for name in names if (error := self._commit_error(name, request.parent))]
         if errors:  # all or nothing
             return types.BatchCommitWriteStreamsResponse(stream_errors=errors)
@@ -133,6 +150,9 @@ class ScriptedWriteClient:
         stream = self.streams.get(name)
         if stream is None or stream.state == "gone":
             return _storage_error(name, _SEC.STREAM_NOT_FOUND, f"stream {name} not found")
+        if stream.state in _SPOILED_ERRORS:
+            code, message = _SPOILED_ERRORS[stream.state]
+            return _storage_error(name, code, message)
         if stream.state == "committed":
             return _storage_error(name, _SEC.STREAM_ALREADY_COMMITTED, "already committed")
         if stream.state != "finalized" or stream.table != parent:
