@@ -65,7 +65,7 @@ _SPOILED = {
     CommitFault.SCHEMA_MISMATCH: "mismatched",
 }
 _SPOILED_ERRORS = {
-    "invalid": (_SEC.INVALID_STREAM_STATE, "stream is in an invalid state"),
+    "invalid": (_SEC.INVALID_STREAM_STATE, "The stream is invalid and cannot be committed."),
     "mismatched": (_SEC.SCHEMA_MISMATCH_EXTRA_FIELDS, "input schema has more fields"),
 }
 
