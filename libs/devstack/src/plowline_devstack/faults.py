@@ -39,6 +39,14 @@ each with its parameters; a parameter left out takes its default::
     [bigquery.schema-propagation-delay]       # new columns reach the Write API late
     seconds = 30
 
+    [bigquery.append-row-errors-then-internal] # row errors, then INTERNAL on the same stream
+    rate = 0.01
+
+    [bigquery.commit-invalid-stream-state]    # a PENDING stream that can never commit
+    rate = 1.0
+    after = 1                                 # commits answered normally first
+    times = 1                                 # refusals at most (0 = no limit)
+
     [storage.service-unavailable]             # 503 on object requests
     rate = 0.01
 
@@ -189,6 +197,27 @@ CATALOGUE: tuple[FaultSpec, ...] = (
         "Storage Write API: an AppendRows request is applied, then the stream fails with "
         "UNAVAILABLE before its response; a blind re-send without offsets appends twice",
         {"rate": _rate("applied appends whose stream breaks before the response")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "append-row-errors-then-internal",
+        "Storage Write API: an AppendRows request is refused with row errors (its first row "
+        "bad, nothing appended) and the next request on the same stream, in the same "
+        "exchange or the resend of the other rows, is answered with an in-band INTERNAL "
+        "error (nothing appended): the refused row must still be reported",
+        {"rate": _rate("appends answered with row errors, then INTERNAL")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "commit-invalid-stream-state",
+        "Storage Write API: BatchCommitWriteStreams answers INVALID_STREAM_STATE for its "
+        "streams (nothing committed) and every later commit of those streams answers the "
+        "same: a PENDING stream that can never be committed",
+        {
+            "rate": _rate("commits refused"),
+            "after": Param(0.0, 0.0, 1e6, "commits answered normally before any is refused"),
+            "times": Param(0.0, 0.0, 1e6, "commits refused at most (0 = no limit)"),
+        },
     ),
     FaultSpec(
         "bigquery",
