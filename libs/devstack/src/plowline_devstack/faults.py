@@ -39,14 +39,6 @@ each with its parameters; a parameter left out takes its default::
     [bigquery.schema-propagation-delay]       # new columns reach the Write API late
     seconds = 30
 
-    [bigquery.append-row-errors-then-internal] # row errors, then INTERNAL on the same stream
-    rate = 0.01
-
-    [bigquery.commit-invalid-stream-state]    # a PENDING stream that can never commit
-    rate = 1.0
-    after = 1                                 # commits answered normally first
-    times = 1                                 # refusals at most (0 = no limit)
-
     [storage.service-unavailable]             # 503 on object requests
     rate = 0.01
 
