@@ -228,6 +228,14 @@ CATALOGUE: tuple[FaultSpec, ...] = (
     ),
     FaultSpec(
         "storage",
+        "delete-forbidden",
+        "an object delete is answered 403 and nothing deleted: a bucket retention policy "
+        '("subject to bucket\'s retention policy") or a service account without '
+        "storage.objects.delete; not retried",
+        {"rate": _rate("object deletes answered 403")},
+    ),
+    FaultSpec(
+        "storage",
         "response-lost-after-write",
         "an object upload is stored, then the answer is lost (503): a retry with "
         "ifGenerationMatch=0 gets 412, one without writes again",
