@@ -46,7 +46,7 @@ SETTINGS = settings(
 
 _F = HttpFault
 _ROUTE_FAULTS = {
-    "insertAll": [_F.OK, _F.BACKEND_ERROR, _F.LOST],
+    "insertAll": [_F.OK, _F.BACKEND_ERROR, _F.LOST, _F.LOST_APPLIED],
     "jobs.insert": [_F.OK, _F.BACKEND_ERROR, _F.LOST, _F.LOST_APPLIED, _F.JOB_BACKEND_ERROR],
     "jobs.get": [_F.OK, _F.BACKEND_ERROR, _F.LOST],
     "upload": [_F.OK, _F.BACKEND_ERROR, _F.LOST, _F.LOST_APPLIED],
@@ -123,7 +123,7 @@ class HttpSinkModel(RuleBasedStateMachine):
         self, rows: list[Row], faults: dict[str, list[HttpFault]], *, must_return: bool = False
     ) -> None:
         self.google.faults = {route: list(script) for route, script in faults.items()}
-        self.google.faults["delete"] = self._delete_faults(self.google.faults.get("delete", []))
+        self.google.faults = self.adjusted(self.google.faults)
         before = self.google.count(EVENTS)
         try:
             failures = self.sink.insert(rows)
@@ -135,8 +135,9 @@ class HttpSinkModel(RuleBasedStateMachine):
             return
         self._check_returned(rows, failures)
 
-    def _delete_faults(self, script: list[HttpFault]) -> list[HttpFault]:
-        return script
+    def adjusted(self, faults: dict[str, list[HttpFault]]) -> dict[str, list[HttpFault]]:
+        """Return the call's scripts as this model's world allows them."""
+        return faults
 
     def _check_raised(self, rows: Sequence[Row], before: dict[str, int]) -> None:
         if self.exactly_once:
@@ -194,8 +195,16 @@ class LoadJobModel(HttpSinkModel):
         """A retention policy (or a lost objects.delete grant): every delete is 403 now."""
         self.locked = True
 
-    def _delete_faults(self, script: list[HttpFault]) -> list[HttpFault]:
-        return [HttpFault.FORBIDDEN] * 20 if self.locked else script
+    def adjusted(self, faults: dict[str, list[HttpFault]]) -> dict[str, list[HttpFault]]:
+        """A locked bucket refuses every delete; a lost insertAll answer is not resent blind.
+
+        Notes:
+            The insertAll fallback resends a request whose answer was lost; BigQuery's
+            insertId de-duplication (best effort) absorbs that, which this model leaves out.
+        """
+        insert_all = [_F.LOST if f is _F.LOST_APPLIED else f for f in faults.get("insertAll", [])]
+        delete = [_F.FORBIDDEN] * 20 if self.locked else faults.get("delete", [])
+        return {**faults, "insertAll": insert_all, "delete": delete}
 
 
 @pytest.mark.parametrize(
