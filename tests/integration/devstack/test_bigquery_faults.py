@@ -21,8 +21,14 @@ from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from google.cloud.bigquery_storage_v1 import BigQueryWriteClient, types
+from plowline_cloud.clock import SystemClock
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_cloud.write_api import write_client
+from plowline_cloud.write_api_committed import WriteApiRowSink
+from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_cloud.write_api_proto import RowEncoder
+from plowline_core.errors import TransientError
+from plowline_core.ports import Row
 from plowline_core.schema.field import Field
 from plowline_devstack import probes, servers
 from plowline_devstack.clients import bigquery_client
@@ -31,6 +37,7 @@ from plowline_devstack.endpoints import Endpoints
 PROJECT = "plowline-faults"
 DATASET = "snowplow"
 SCHEMA = [bigquery.SchemaField("id", "STRING")]
+EVENT_SCHEMA = [bigquery.SchemaField("event_id", "STRING", mode="REQUIRED")]
 Start = Callable[..., "Faulty"]
 
 
@@ -251,3 +258,43 @@ def test_a_write_api_append_is_applied_at_once_without_the_delay(faulty: Start) 
     table = bq.bq.update_table(table, ["schema"], retry=None)  # type: ignore[arg-type]  # one try
     expected = ("ok", ["early"])
     assert expected == (_append(bq, table, [{"id": "early", "added": "v"}]), bq.ids(table))
+
+
+def _rows(*ids: str) -> list[Row]:
+    return [Row(event_id, {"event_id": event_id}) for event_id in ids]
+
+
+def _event_ids(bq: Faulty, table: bigquery.Table) -> list[str]:
+    return sorted(row["event_id"] for row in bq.bq.list_rows(table, retry=None))  # type: ignore[arg-type]  # never faulted
+
+
+def test_a_row_refused_beside_an_internal_error_is_reported_by_the_sink(faulty: Start) -> None:
+    """append-row-errors-then-internal: every row lands or is reported, never neither (issue 26, 1)."""
+    bq = faulty({"append-row-errors-then-internal": {"rate": 1.0}})
+    table = bq.table(EVENT_SCHEMA)
+    store = BigQueryTableSchemaStore(bq.bq, table.reference, 60.0, SystemClock())
+    sink = WriteApiRowSink(bq.writes, table.reference, store, sleep=lambda _: None)
+    rows = _rows("a", "b", "c")
+
+    failed = [failure.row.insert_id for failure in sink.insert(rows)]
+
+    landed = _event_ids(bq, table)
+    expected = (sorted(row.insert_id for row in rows), set())
+    assert expected == (sorted(failed + landed), set(failed) & set(landed)), (failed, landed)
+
+
+def test_a_stream_that_can_never_commit_is_written_again_by_exactly_once(faulty: Start) -> None:
+    """commit-invalid-stream-state: the redelivery lands every row once (issue 26, 4)."""
+    bq = faulty({"commit-invalid-stream-state": {"rate": 1.0, "after": 1, "times": 1}})
+    table = bq.table(EVENT_SCHEMA)
+    ledger = f"{table.project}.{table.dataset_id}.{table.table_id}_ledger"
+    ensure_ledger(bq.bq, ledger)
+    store = BigQueryTableSchemaStore(bq.bq, table.reference, 60.0, SystemClock())
+    sink = ExactlyOnceSink(bq.writes, bq.bq, table.reference, ledger, store, sleep=lambda _: None)
+    rows = _rows("a", "b", "c")
+    with pytest.raises(TransientError):
+        sink.insert(rows)  # the ledger commits, the events stream is refused for ever
+
+    failures = sink.insert(rows)  # the redelivery
+
+    assert (failures, _event_ids(bq, table)) == ([], ["a", "b", "c"])

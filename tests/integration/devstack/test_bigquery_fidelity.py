@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from google.api_core.exceptions import (
     BadRequest,
+    Conflict,
     InternalServerError,
     PreconditionFailed,
     RetryError,
@@ -685,3 +686,31 @@ def test_bigquery_refuses_a_schema_past_its_limits(
     table.schema = [*base, *change]
 
     assert expected == _patched_schema(client, table)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("corrected", (409, "duplicate"), id="corrected"),
+        pytest.param("uncorrected", (200, "ran again"), id="uncorrected"),
+    ],
+)
+def test_a_job_id_used_twice_is_refused_as_a_duplicate(
+    name: str, expected: Any, request: pytest.FixtureRequest
+) -> None:
+    """A second jobs.insert with a job id already used answers 409 duplicate (run again uncorrected)."""
+    client: bigquery.Client = request.getfixturevalue(name)
+    job_id = f"dup_{uuid.uuid4().hex}"
+    body = {
+        "jobReference": {"projectId": client.project, "jobId": job_id},
+        "configuration": {"query": {"query": "SELECT 1 AS x", "useLegacySql": False}},
+    }
+    path = f"/projects/{client.project}/jobs"
+    client._connection.api_request(method="POST", path=path, data=body)
+    try:
+        client._connection.api_request(method="POST", path=path, data=body)
+        actual = (200, "ran again")
+    except Conflict as conflict:
+        actual = (conflict.code, str(conflict.errors[0]["reason"]))
+
+    assert expected == actual

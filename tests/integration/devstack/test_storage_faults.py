@@ -119,3 +119,13 @@ def test_without_faults_an_upload_answers_normally(faulty: Start) -> None:
     bucket.blob("plain").upload_from_string(b"x", if_generation_match=0, retry=None)
     expected = ["plain"]
     assert expected == _names(bucket)
+
+
+def test_delete_forbidden_answers_403_and_keeps_the_object(faulty: Start) -> None:
+    """delete-forbidden: a delete is answered 403 (retention policy), the object stays."""
+    bucket = faulty({"delete-forbidden": {"rate": 1.0}})
+    bucket.blob("a").upload_from_string(b"x", if_generation_match=0, retry=None)
+    with pytest.raises(gexc.Forbidden) as caught:
+        bucket.blob("a").delete(retry=DEFAULT_RETRY)
+    expected = (403, ["a"])
+    assert expected == (caught.value.code, _names(bucket))

@@ -9,8 +9,17 @@ Notes:
     A load job is all or nothing. A failed job is retried once when its errors are
     transient; otherwise the rows are routed one by one through ``fallback`` (insertAll
     in production), which reports each bad row as an ``InsertFailure``: a bad row never
-    stalls the others. Staged objects are deleted once the job finished. Rows naming
-    fields the table lacks are never staged (``UNKNOWN_FIELD`` after one refresh).
+    stalls the others. Rows naming fields the table lacks are never staged
+    (``UNKNOWN_FIELD`` after one refresh).
+    Staged objects are deleted once the job finished, best effort: a delete that fails
+    (a retention policy, no ``storage.objects.delete``, GCS down) is logged and the
+    object left behind (give the bucket a lifecycle rule that deletes old objects). It
+    never turns a load that landed into an error: the partition would be redelivered and
+    loaded again, for ever while the delete kept failing.
+    Each job has an id of ours (``plowline-load-…``): when jobs.insert was applied but
+    its response lost, the client's retry gets 409 ``duplicate`` (BigQuery's client
+    resolves that for query jobs only); the job is then fetched by its id and waited on,
+    so the rows load once.
 """
 
 from __future__ import annotations
@@ -20,11 +29,13 @@ import uuid
 from collections.abc import Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+import structlog
 from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
+from plowline_core.errors import PlowlineError
 from plowline_core.ports import InsertFailure, Row, RowSink, TableSchemaStore
 from plowline_core.schema.field import FieldType
 
@@ -32,6 +43,7 @@ from plowline_cloud.errors import translated
 from plowline_cloud.table_schema import table_reference
 from plowline_cloud.write_api import check_fields
 
+_log = structlog.get_logger("plowline.load_jobs")
 _TRANSIENT_REASONS = frozenset({"backendError", "internalError", "rateLimitExceeded", "timeout"})
 
 
@@ -89,8 +101,17 @@ class FileLoadSink:
         self.bytes_sent += len(body)
 
     def _unstage(self, name: str) -> None:
-        with translated(f"delete gs://{self._bucket_name}/{name}"), suppress(gexc.NotFound):
-            self._bucket.blob(name).delete()
+        """Delete a staged object, best effort (a failure is logged, never raised)."""
+        uri = f"gs://{self._bucket_name}/{name}"
+        try:
+            with translated(f"delete {uri}"), suppress(gexc.NotFound):
+                self._bucket.blob(name).delete(retry=self._retry)
+        except PlowlineError as error:
+            _log.warning(
+                "staged object left behind: a bucket lifecycle rule should delete it",
+                object=uri,
+                error=str(error),
+            )
 
     def _load(self, name: str) -> list[dict[str, Any]]:
         """Run one load job; return its errors (empty when the rows landed)."""
@@ -104,10 +125,17 @@ class FileLoadSink:
             ignore_unknown_values=False,
         )
         uri = f"gs://{self._bucket_name}/{name}"
+        job_id = f"plowline-load-{uuid.uuid4().hex}"
         with translated(f"load {uri} into {self._table.table_id}"):
-            job = self._bq.load_table_from_uri(
-                uri, self._table, job_config=config, retry=self._retry
-            )
+            try:
+                job = self._bq.load_table_from_uri(
+                    uri, self._table, job_id=job_id, job_config=config, retry=self._retry
+                )
+            except gexc.Conflict:
+                # Our retry sent jobs.insert again after its response was lost: the job
+                # exists (the id is ours and new), so wait on it rather than load again.
+                fetched = self._bq.get_job(job_id, location=self._bq.location, retry=self._retry)
+                job = cast(bigquery.LoadJob, fetched)  # the id is a load job's
             try:
                 job.result(retry=self._retry, timeout=self._timeout)
             except gexc.GoogleAPICallError as exc:

@@ -14,7 +14,12 @@ Protocol per micro-batch (``prepare`` per partition, then one ``commit``):
    the events table).
 5. On a redelivery the ledger names the stream: it is committed again. BigQuery answers
    "already committed" when step 4 had happened (rows are in once) and commits it now
-   when the crash fell between 3 and 4 (rows land once, from the first attempt).
+   when the crash fell between 3 and 4 (rows land once, from the first attempt). When
+   it answers that the stream can never be committed (not found: expired or garbage-
+   collected; INVALID_STREAM_STATE; SCHEMA_MISMATCH_EXTRA_FIELDS after a column was
+   dropped; finalized or of the wrong type), the events table is asked which of its ids
+   landed, and the others are written again on a fresh stream (step 2). Any other stream
+   error is transient (the call raises; the next delivery tries again).
 6. Hand-over (``hand_over``): once the loader's failed-insert publish is durable, it
    commits one ledger row of ``kind`` ``handed_over`` naming those event ids (no
    stream). From then on the ids are the repeater's: a later copy reaching the loader
@@ -40,6 +45,11 @@ Notes:
     before the mark is committed leaves no mark, and a later copy of the id reaching
     the loader while the repeater re-inserts it can still be written twice (both pass
     the ledger check before either commits). The window is one ledger commit long.
+    A stream judged uncommittable stays in the ledger beside the fresh one: were it let
+    commit after all (a dropped column added back while it lives), its rows would land
+    twice. The ids lookup on a ``--requirePartitionFilter`` table filters its partition
+    column over the rows (``partition_filter``): unfiltered, BigQuery refuses it, and
+    every redelivery of those ids would fail for ever.
     Ledger schema: ``kind`` (NULLABLE STRING) was added for hand-overs; NULL is a rows
     entry, so ledgers written before it read the same. ``ensure_ledger`` adds the
     column to an existing ledger (``tables.patch`` allows adding a NULLABLE column);
@@ -62,6 +72,7 @@ from plowline_core.ports import InsertFailure, Row, TableSchemaStore
 from plowline_core.schema.field import Field, FieldType, Mode
 
 from plowline_cloud.errors import translated
+from plowline_cloud.partition_filter import Partitioning, partition_filter, partitioning_of
 from plowline_cloud.table_schema import table_reference
 from plowline_cloud.write_api import StreamWriter, UnansweredAppend, table_path
 
@@ -77,6 +88,18 @@ HANDED_OVER = "handed_over"
 """``kind`` of a ledger entry whose event ids the loader handed to the repeater."""
 _NO_STREAM = ""  # ``stream`` is REQUIRED; a hand-over entry names none
 _SEC = types.StorageError.StorageErrorCode
+_NEVER_COMMITS = frozenset(
+    {
+        _SEC.STREAM_NOT_FOUND,  # expired or garbage-collected
+        # Also bqemulator's answer to a second commit: the table then holds the ids. Its
+        # words are never read ("cannot be committed" once passed for "committed").
+        _SEC.INVALID_STREAM_STATE,
+        _SEC.SCHEMA_MISMATCH_EXTRA_FIELDS,  # a column of its rows was dropped
+        _SEC.STREAM_FINALIZED,
+        _SEC.INVALID_STREAM_TYPE,
+    }
+)
+"""Stream errors of a commit that no later commit of the same stream can undo."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +167,7 @@ class ExactlyOnceSink:
         self._honour_hand_overs = honour_hand_overs  # False for the repeater: it owns them
         self._events = StreamWriter(write_client, schema_store, **options)
         self._ledger_writer = StreamWriter(write_client, _FixedSchema(), **options)
+        self._partitioning: tuple[Partitioning | None] | None = None  # read once, when needed
 
     @property
     def bytes_sent(self) -> int:
@@ -235,7 +259,7 @@ class ExactlyOnceSink:
         entries = self._ledger_entries([row.insert_id for row in rows])
         ledgered, landed = placed_by_ledger(entries, honour_hand_overs=self._honour_hand_overs)
         for stream, ids in ledgered.items():
-            landed |= ids if self._recover(stream) else self._ids_in_table(ids)
+            landed |= ids if self._recover(stream) else self._ids_in_table(ids, rows)
         return [row for row in rows if row.insert_id not in landed]
 
     def _ledger_entries(self, ids: list[str]) -> list[tuple[str, str, str | None]]:
@@ -249,14 +273,32 @@ class ExactlyOnceSink:
             for stream, event_id, kind in self._query(sql, ids)
         ]
 
-    def _ids_in_table(self, ids: set[str]) -> set[str]:
+    def _ids_in_table(self, ids: set[str], rows: Sequence[Row]) -> set[str]:
         sql = f"SELECT DISTINCT event_id FROM `{_full(self._table)}` WHERE event_id IN UNNEST(@ids)"
-        return {str(row[0]) for row in self._query(sql, sorted(ids))}
+        partitioning = self._table_partitioning()
+        extra: list[bigquery.ScalarQueryParameter] = []
+        if partitioning is not None and partitioning.required:
+            looked_up = [row.data for row in rows if row.insert_id in ids]
+            clause, extra = partition_filter(
+                partitioning, looked_up, datetime.now(UTC), self._lookback_days
+            )
+            sql += f" AND {clause}"
+        return {str(row[0]) for row in self._query(sql, sorted(ids), extra)}
 
-    def _query(self, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    def _table_partitioning(self) -> Partitioning | None:
+        if self._partitioning is None:
+            with translated(f"read the partitioning of {self._table.table_id}"):
+                table = self._bq.get_table(self._table, retry=DEFAULT_RETRY.with_deadline(60))
+            self._partitioning = (partitioning_of(table),)
+        return self._partitioning[0]
+
+    def _query(
+        self, sql: str, ids: Sequence[str], extra: Sequence[Any] = ()
+    ) -> list[tuple[Any, ...]]:
         params = [
             bigquery.ArrayQueryParameter("ids", "STRING", list(ids)),
             bigquery.ScalarQueryParameter("days", "INT64", self._lookback_days),
+            *extra,
         ]
         config = bigquery.QueryJobConfig(query_parameters=params)
         retry = DEFAULT_RETRY.with_deadline(60)
@@ -265,13 +307,20 @@ class ExactlyOnceSink:
             return [tuple(row.values()) for row in job.result(retry=retry, timeout=60)]
 
     def _recover(self, stream: str) -> bool:
-        """Commit a ledgered stream again; say whether its rows are (now) in the table."""
+        """Commit a ledgered stream again; say whether its rows are (now) in the table.
+
+        False when BigQuery says the stream can never be committed: the caller asks the
+        events table which of its ids landed, and writes the others again.
+
+        Raises:
+            TransientError: another stream error (the next delivery tries again).
+        """
         errors = self._commit_errors(self._table, [stream])
         if not errors:
             return True
-        if all(_already_committed(error) for error in errors):
+        if all(error.code == _SEC.STREAM_ALREADY_COMMITTED for error in errors):
             return True
-        if all(error.code == _SEC.STREAM_NOT_FOUND for error in errors):
+        if all(error.code in _NEVER_COMMITS for error in errors):
             return False
         raise TransientError(f"recover {stream}: {errors[0].error_message}")
 
@@ -322,13 +371,6 @@ def placed_by_ledger(
         else:
             streams.setdefault(stream, set()).add(event_id)
     return streams, handed_over
-
-
-def _already_committed(error: types.StorageError) -> bool:
-    if error.code == _SEC.STREAM_ALREADY_COMMITTED:
-        return True
-    # bqemulator reports a second commit as a state error naming the COMMITTED state.
-    return error.code == _SEC.INVALID_STREAM_STATE and "committed" in error.error_message.lower()
 
 
 def _ledger_row(part: Prepared) -> Row:

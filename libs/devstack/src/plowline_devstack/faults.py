@@ -235,6 +235,27 @@ CATALOGUE: tuple[FaultSpec, ...] = (
     ),
     FaultSpec(
         "bigquery",
+        "append-row-errors-then-internal",
+        "Storage Write API: an AppendRows request is refused with row errors (its first row "
+        "bad, nothing appended) and the next request on the same stream, in the same "
+        "exchange or the resend of the other rows, is answered with an in-band INTERNAL "
+        "error (nothing appended): the refused row must still be reported",
+        {"rate": _rate("appends answered with row errors, then INTERNAL")},
+    ),
+    FaultSpec(
+        "bigquery",
+        "commit-invalid-stream-state",
+        "Storage Write API: BatchCommitWriteStreams answers INVALID_STREAM_STATE for its "
+        "streams (nothing committed) and every later commit of those streams answers the "
+        "same: a PENDING stream that can never be committed",
+        {
+            "rate": _rate("commits refused"),
+            "after": Param(0.0, 0.0, 1e6, "commits answered normally before any is refused"),
+            "times": Param(0.0, 0.0, 1e6, "commits refused at most (0 = no limit)"),
+        },
+    ),
+    FaultSpec(
+        "bigquery",
         "schema-propagation-delay",
         'Storage Write API: new columns reach it "in order of minutes" after tables.patch/'
         'update; meanwhile AppendRows naming them is refused with INVALID_ARGUMENT "Input '
@@ -247,6 +268,14 @@ CATALOGUE: tuple[FaultSpec, ...] = (
         "Cloud Storage answers an object request (upload, download, get, list, delete) with "
         "503, nothing done; clients retry idempotent calls",
         {"rate": _rate("object requests answered 503")},
+    ),
+    FaultSpec(
+        "storage",
+        "delete-forbidden",
+        "an object delete is answered 403 and nothing deleted: a bucket retention policy "
+        '("subject to bucket\'s retention policy") or a service account without '
+        "storage.objects.delete; not retried",
+        {"rate": _rate("object deletes answered 403")},
     ),
     FaultSpec(
         "storage",

@@ -26,13 +26,16 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
 * ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
   BIGNUMERIC and GEOGRAPHY columns (created, patched in, written), as analysts add them.
+* ``job-id-taken`` (:mod:`.job_ids`): jobs.insert with a job id already used answers 409
+  ``duplicate`` instead of running the job again (a retried load job loaded twice).
 * ``column-options`` (:mod:`.column_options`): maxLength, precision, scale and the other
   column options survive create, patch and get, so a test sees whether a patch kept them.
 
 Faults are not corrections: a correction is always on, a fault only when a fault plan
 names it (``--faults FILE``). The BigQuery faults (``backend-error``,
 ``rate-limit-exceeded``, ``timeout``, ``response-lost-after-write`` on REST;
-``append-stream-broken-after-apply``, ``schema-propagation-delay`` on the Write API) live
+``append-stream-broken-after-apply``, ``schema-propagation-delay``,
+``append-row-errors-then-internal``, ``commit-invalid-stream-state`` on the Write API) live
 in :mod:`.faults` and :mod:`.write_faults`; the launcher puts the REST ones first in the
 chain, before every correction, and installs the Write API ones on top of
 :mod:`.write_streams`.
@@ -56,6 +59,7 @@ from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTA
 from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
+from plowline_devstack.bigquery.job_ids import JOB_ID_TAKEN
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
 from plowline_devstack.bigquery.nested_names import NESTED_NAME_QUOTING
 from plowline_devstack.bigquery.schema_limits import TABLE_SCHEMA_LIMITS
@@ -66,6 +70,7 @@ from plowline_devstack.bigquery.write_snapshots import WRITE_SNAPSHOTS
 from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 
 CORRECTIONS: tuple[Correction, ...] = (
+    JOB_ID_TAKEN,
     TABLE_ETAG_PRECONDITION,
     TABLE_SCHEMA_RULES,
     TABLE_SCHEMA_LIMITS,

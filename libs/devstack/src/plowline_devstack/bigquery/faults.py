@@ -46,6 +46,8 @@ TIMEOUT = "timeout"
 RESPONSE_LOST = "response-lost-after-write"
 STREAM_BROKEN = "append-stream-broken-after-apply"
 PROPAGATION_DELAY = "schema-propagation-delay"
+ROW_ERRORS_THEN_INTERNAL = "append-row-errors-then-internal"
+COMMIT_INVALID_STATE = "commit-invalid-stream-state"
 BACKEND_MESSAGE = (
     "An internal error occurred and the request could not be completed. This is usually "
     "caused by a transient issue. Retrying the job with back-off as described in the "

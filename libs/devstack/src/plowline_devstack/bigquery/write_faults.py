@@ -12,8 +12,15 @@
   ``error``, the connection stays open, as the ``write-schema-refresh`` correction answers
   fields the table lacks). Widenings are recorded by the REST side
   (:func:`.faults.record_widening`, on a successful tables.patch/update).
+* ``append-row-errors-then-internal``: an append is refused with row errors for its first
+  row (BigQuery's answer to a bad row: the whole request refused, ``row_errors`` naming
+  it, nothing appended); the next append on the same stream (in the same exchange, or
+  the resend of the other rows) gets an in-band INTERNAL, nothing appended.
+* ``commit-invalid-stream-state``: after ``after`` commits answered normally, up to
+  ``times`` BatchCommitWriteStreams calls are answered INVALID_STREAM_STATE for each of
+  their streams, nothing committed; those streams answer so to every later commit.
 
-Both are ``patch`` installs on :mod:`bqemulator.grpc_api.write_servicer`, made on top of
+All are ``patch`` installs on :mod:`bqemulator.grpc_api.write_servicer`, made on top of
 the corrections (:mod:`.write_streams`) and only when a plan turns one on.
 """
 
@@ -27,13 +34,18 @@ import bqemulator.grpc_api.write_servicer as servicer
 import grpc
 
 from plowline_devstack.bigquery.faults import (
+    COMMIT_INVALID_STATE,
     PROPAGATION_DELAY,
+    ROW_ERRORS_THEN_INTERNAL,
     STREAM_BROKEN,
     current,
     not_yet_propagated,
 )
 
 UNAVAILABLE_MESSAGE = "The service is currently unavailable."
+INTERNAL_MESSAGE = "An internal error occurred. Retry the request."
+ROW_ERROR_MESSAGE = "The row could not be processed (a fault of the local stack)."
+INVALID_STATE_MESSAGE = "The stream is in an invalid state and cannot be committed."
 
 _Handler = servicer.BigQueryWriteHandler
 _bound = threading.local()
@@ -99,6 +111,80 @@ def install_stream_broken() -> None:
     _Handler._handle_append_rows = handle_append_rows  # type: ignore[method-assign]  # the seam
 
 
+def install_row_errors_then_internal() -> None:
+    """Refuse an append with row errors, then the stream's next append with INTERNAL."""
+    from google.cloud.bigquery_storage_v1 import types
+
+    shipped = _Handler._perform_append
+    owed: set[str] = set()  # streams whose next append is answered INTERNAL
+    lock = threading.Lock()
+
+    def perform_append(
+        self: Any, stream: Any, rows: Any, offset: Any, max_buffered_rows: int
+    ) -> bytes:
+        with lock:
+            if stream.name in owed:
+                owed.discard(stream.name)
+                answer = types.AppendRowsResponse(
+                    write_stream=stream.name, error={"code": 13, "message": INTERNAL_MESSAGE}
+                )
+                return bytes(types.AppendRowsResponse.serialize(answer))
+            struck = rows.num_rows > 0 and current().draw(ROW_ERRORS_THEN_INTERNAL)
+            if struck:
+                owed.add(stream.name)
+        if not struck:
+            return bytes(shipped(self, stream, rows, offset, max_buffered_rows))
+        bad = types.RowError(
+            index=0, code=types.RowError.RowErrorCode.FIELDS_ERROR, message=ROW_ERROR_MESSAGE
+        )
+        answer = types.AppendRowsResponse(
+            write_stream=stream.name,
+            row_errors=[bad],
+            error={"code": 3, "message": "Errors found while processing rows."},
+        )
+        return bytes(types.AppendRowsResponse.serialize(answer))
+
+    _Handler._perform_append = perform_append  # type: ignore[method-assign,assignment]  # the seam
+
+
+def install_commit_invalid_state() -> None:
+    """Answer INVALID_STREAM_STATE to commits (``after``, ``times``), for ever per stream."""
+    from google.cloud.bigquery_storage_v1 import types
+
+    shipped = _Handler._handle_batch_commit_write_streams
+    params = current().plan.get(COMMIT_INVALID_STATE, {})
+    after, times = int(params.get("after", 0)), int(params.get("times", 0))
+    spoiled: set[str] = set()
+    counts = {"calls": 0, "refused": 0}
+    lock = threading.Lock()
+
+    def batch_commit(self: Any, request_bytes: bytes, context: grpc.ServicerContext) -> bytes:
+        request = types.BatchCommitWriteStreamsRequest.deserialize(request_bytes)
+        names = list(request.write_streams)
+        with lock:
+            counts["calls"] += 1
+            strikes = (
+                counts["calls"] > after
+                and (not times or counts["refused"] < times)
+                and current().draw(COMMIT_INVALID_STATE)
+            )
+            if strikes:
+                counts["refused"] += 1
+                spoiled.update(names)
+            refused = strikes or bool(spoiled & set(names))
+        if not refused:
+            return bytes(shipped(self, request_bytes, context))
+        code = types.StorageError.StorageErrorCode.INVALID_STREAM_STATE
+        errors = [
+            types.StorageError(code=code, entity=name, error_message=INVALID_STATE_MESSAGE)
+            for name in names
+        ]
+        answer = types.BatchCommitWriteStreamsResponse(stream_errors=errors)
+        return bytes(types.BatchCommitWriteStreamsResponse.serialize(answer))
+
+    _Handler._handle_batch_commit_write_streams = batch_commit  # type: ignore[method-assign]  # the seam
+
+
 def install() -> None:
     """Install the Write API faults the configured plan turns on (none: nothing changes)."""
     names = current().names
@@ -106,3 +192,7 @@ def install() -> None:
         install_propagation_delay()
     if STREAM_BROKEN in names:
         install_stream_broken()
+    if ROW_ERRORS_THEN_INTERNAL in names:
+        install_row_errors_then_internal()
+    if COMMIT_INVALID_STATE in names:
+        install_commit_invalid_state()

@@ -8,6 +8,9 @@
   then answered 503 instead of the object's metadata. A retry with ``ifGenerationMatch=0``
   then gets 412 (the object exists: the ``preconditions`` correction), one without a
   precondition writes the object again.
+* ``delete-forbidden``: an object delete is answered 403 (a bucket retention policy, or a
+  service account without ``storage.objects.delete``), nothing deleted. Not retried: the
+  object stays.
 
 Bucket requests and the emulator's own ``/`` and ``/wipe`` are never faulted, so a stack
 always starts and provisions. Each fault draws from its own generator seeded with the
@@ -28,7 +31,12 @@ from plowline_devstack.faults import FaultDraws
 
 SERVICE_UNAVAILABLE = "service-unavailable"
 RESPONSE_LOST = "response-lost-after-write"
+DELETE_FORBIDDEN = "delete-forbidden"
 MESSAGE = "We encountered an internal error. Please try again."
+RETENTION_MESSAGE = (
+    "Object '{name}' is subject to bucket's retention policy or object retention and cannot "
+    "be deleted or overwritten until its retention period expires."
+)
 
 Handler = Callable[..., Any]
 
@@ -51,10 +59,28 @@ def unavailable(response: Any) -> None:
     )
 
 
-def faulted(original: Handler, faults: StorageFaults, write: bool) -> Handler:
-    """Wrap one object handler with the faults (``write``: it stores an object)."""
+def forbidden(response: Any, name: str) -> None:
+    """Make ``response`` Cloud Storage's 403 for an object under a retention policy."""
+    message = RETENTION_MESSAGE.format(name=name)
+    response.status = HTTPStatus.FORBIDDEN
+    response.json(
+        {
+            "error": {
+                "code": 403,
+                "message": message,
+                "errors": [{"message": message, "domain": "global", "reason": "forbidden"}],
+            }
+        }
+    )
+
+
+def faulted(original: Handler, faults: StorageFaults, write: bool, delete: bool = False) -> Handler:
+    """Wrap one object handler with the faults (``write``: it stores an object; ``delete``)."""
 
     def handler(request: Any, response: Any, storage: Any, *args: Any, **kwargs: Any) -> Any:
+        if delete and faults.draw(DELETE_FORBIDDEN):
+            name = str(getattr(request, "params", {}).get("object_id", "object"))
+            return forbidden(response, name)
         if faults.draw(SERVICE_UNAVAILABLE):
             _ = request.data  # read the body, so the connection stays usable
             return unavailable(response)
@@ -74,14 +100,14 @@ def install(faults: StorageFaults) -> None:
     """Wrap every object route's handlers with ``faults`` (nothing when none is on)."""
     if not faults.names:
         return
-    wrapped: dict[tuple[Handler, bool], Handler] = {}
+    wrapped: dict[tuple[Handler, bool, bool], Handler] = {}
     for regex, handlers in emulator_server.HANDLERS:
         if not _object_route(regex):
             continue
         for method, original in list(handlers.items()):
-            write = method in ("POST", "PUT")
-            if (original, write) not in wrapped:
-                wrapped[original, write] = faulted(original, faults, write)
-            handlers[method] = wrapped[original, write]
+            key = (original, method in ("POST", "PUT"), method == "DELETE")
+            if key not in wrapped:
+                wrapped[key] = faulted(original, faults, *key[1:])
+            handlers[method] = wrapped[key]
     # Uploads posted without the /upload prefix reach ``objects.insert`` by attribute.
-    objects.insert = wrapped.get((objects.insert, True), objects.insert)
+    objects.insert = wrapped.get((objects.insert, True, False), objects.insert)

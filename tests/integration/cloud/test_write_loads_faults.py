@@ -1,0 +1,148 @@
+"""FILE_LOADS against the local stack's faults: a staged file that cannot be deleted, a lost jobs.insert answer.
+
+Each test starts a storage emulator and a bqemulator reading its load sources from it,
+both with one fault plan (``--faults``), as ``plowline dev up --faults`` does, and loads
+through ``FileLoadSink`` with the official clients (issue 26, finding 6).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import bigquery
+from plowline_cloud.load_jobs import FileLoadSink
+from plowline_cloud.row_sink import BigQueryRowSink
+from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_core.ports import Row
+from plowline_core.testing.clock import FixedClock
+from plowline_devstack import probes, servers
+from plowline_devstack.clients import bigquery_client, storage_client
+from plowline_devstack.endpoints import Endpoints
+
+PROJECT = "plowline-load-faults"
+SCHEMA = [bigquery.SchemaField("event_id", "STRING", mode="REQUIRED")]
+ROWS = [Row(f"e{i}", {"event_id": f"e{i}"}) for i in range(3)]
+
+
+@dataclass
+class Faulty:
+    """A storage emulator and a bqemulator loading from it, one fault plan, their clients."""
+
+    bq: bigquery.Client
+    gcs: Any
+    bucket: str
+
+    def sink(self, table: bigquery.TableReference) -> FileLoadSink:
+        """Return a FILE_LOADS sink staging in ``bucket``, insertAll as its fallback."""
+        store = BigQueryTableSchemaStore(
+            self.bq, table, 3600.0, FixedClock(datetime(2024, 1, 1, tzinfo=UTC))
+        )
+        fallback = BigQueryRowSink(self.bq, table, store)
+        return FileLoadSink(self.bq, self.gcs, self.bucket, table, store, fallback)
+
+    def table(self) -> bigquery.TableReference:
+        """Create a fresh table (tables.insert is never faulted)."""
+        name = f"{PROJECT}.snowplow.t_{uuid.uuid4().hex[:10]}"
+        return self.bq.create_table(bigquery.Table(name, schema=SCHEMA), retry=None).reference  # type: ignore[arg-type]  # never faulted
+
+    def event_ids(self, table: bigquery.TableReference) -> list[str]:
+        """Return every row's event_id (tabledata.list is never faulted)."""
+        return sorted(row["event_id"] for row in self.bq.list_rows(table, retry=None))  # type: ignore[arg-type]  # as above
+
+    def staged(self, table: bigquery.TableReference) -> int:
+        """Return how many staged objects of ``table`` are left in the bucket."""
+        prefix = f"plowline-loads/{table.table_id}/"
+        return len(list(self.gcs.list_blobs(self.bucket, prefix=prefix)))
+
+
+def _ready(server: servers.ServerProcess, kind: str, endpoints: Endpoints) -> None:
+    for _ in range(600):
+        if not servers.is_alive(server):
+            pytest.fail(f"{kind} exited:\n{servers.log_tail(server.log)}", pytrace=False)
+        if probes.answers(kind, endpoints):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{kind} did not answer:\n{servers.log_tail(server.log)}", pytrace=False)
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Faulty]]:
+    """``faulty(plan)``: both servers started with the fault file ``plan``."""
+    started: list[servers.ServerProcess] = []
+    clients: list[Any] = []
+
+    def start(plan: dict[str, Any]) -> Faulty:
+        path = tmp_path / "faults.json"
+        path.write_text(json.dumps(plan))
+        gcs_ports = {"port": servers.free_port()}
+        gcs_argv = servers.command(servers.STORAGE, "127.0.0.1", gcs_ports, PROJECT, None)
+        started.append(
+            servers.launch(
+                [*gcs_argv, "--faults", str(path)],
+                servers.STORAGE,
+                gcs_ports,
+                tmp_path / "storage.log",
+                daemon=False,
+            )
+        )
+        gcs_endpoints = Endpoints(PROJECT, 0, 0, 0, gcs_ports["port"])
+        _ready(started[-1], servers.STORAGE, gcs_endpoints)
+        bq_ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
+        bq_argv = servers.command(servers.BIGQUERY, "127.0.0.1", bq_ports, PROJECT, None)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoints.storage_url)
+            started.append(
+                servers.launch(
+                    [*bq_argv, "--faults", str(path)],
+                    servers.BIGQUERY,
+                    bq_ports,
+                    tmp_path / "bigquery.log",
+                    daemon=False,
+                )
+            )
+        bq_endpoints = Endpoints(PROJECT, 0, bq_ports["port"], bq_ports["grpc_port"], 0)
+        _ready(started[-1], servers.BIGQUERY, bq_endpoints)
+        bq = bigquery_client(bq_endpoints)
+        bq.create_dataset("snowplow", exists_ok=True, retry=None)  # type: ignore[arg-type]  # never faulted
+        gcs = storage_client(gcs_endpoints)
+        bucket = gcs.create_bucket(f"b-{uuid.uuid4().hex[:12]}", retry=None).name
+        clients.extend([bq, gcs])
+        return Faulty(bq, gcs, bucket)
+
+    yield start
+    for client in clients:
+        client.close()
+    for server in started:
+        servers.stop(server)
+
+
+def test_a_staged_file_that_cannot_be_deleted_keeps_the_load(
+    faulty: Callable[[dict[str, Any]], Faulty],
+) -> None:
+    """storage.delete-forbidden: insert returns, each row once; the staged file stays."""
+    stack = faulty({"storage": {"delete-forbidden": {"rate": 1.0}}})
+    table = stack.table()
+
+    failures = stack.sink(table).insert(ROWS)
+
+    assert (failures, stack.event_ids(table), stack.staged(table)) == ([], ["e0", "e1", "e2"], 1)
+
+
+def test_a_lost_jobs_insert_answer_loads_the_rows_once(
+    faulty: Callable[[dict[str, Any]], Faulty],
+) -> None:
+    """bigquery.response-lost-after-write on jobs.insert: the 409 is resolved, each row once."""
+    stack = faulty({"bigquery": {"response-lost-after-write": {"rate": 1.0}}})
+    table = stack.table()
+
+    failures = stack.sink(table).insert(ROWS)
+
+    assert (failures, stack.event_ids(table)) == ([], ["e0", "e1", "e2"])
