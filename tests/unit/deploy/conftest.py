@@ -30,6 +30,8 @@ VARIANTS = (
     "prod+monitoring-gmp",
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
+    "dev+loader-local",
+    "prod+loader-local",
 )
 
 #: package name of each image built from deploy/docker/<name>.Dockerfile
