@@ -21,7 +21,7 @@ Notes:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -43,6 +43,15 @@ class Readiness:
         self._gauge = gauge
         self.last_error: str | None = None
         self.registry_outages: Mapping[str, RegistryOutage] = {}
+        self._observers: list[Callable[[str | None], None]] = []
+
+    def observe(self, observer: Callable[[str | None], None]) -> None:
+        """Call ``observer(error)`` on each ``degraded``, ``observer(None)`` on each ``recovered``.
+
+        An observer must return at once (it runs on the batch's thread); one that raises is
+        logged, never passed on.
+        """
+        self._observers.append(observer)
 
     def started(self) -> None:
         """Mark the streaming query as running."""
@@ -55,12 +64,14 @@ class Readiness:
         self._hold(_merged(registry_outages))
         self._degraded.set()
         self._publish()
+        self._tell(error)
 
     def recovered(self) -> None:
         """Mark the last batch as having gone through."""
         self._hold({})
         self._degraded.clear()
         self._publish()
+        self._tell(None)
 
     def stopped(self) -> None:
         """Mark the query as stopped (shutting down)."""
@@ -102,6 +113,13 @@ class Readiness:
                     last_error=outage.last_error,
                 )
         self.registry_outages = outages
+
+    def _tell(self, error: str | None) -> None:
+        for observer in self._observers:
+            try:
+                observer(error)
+            except Exception as failure:  # monitoring must never fail a batch
+                _log.warning("readiness observer failed", error=f"{failure!r}")
 
     def _publish(self) -> None:
         if self._gauge is not None:

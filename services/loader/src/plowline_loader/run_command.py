@@ -3,7 +3,11 @@
 Settings: flags over ``PLOWLINE_LOADER_*`` variables over defaults (``settings.py``);
 the Snowplow ``bigquery_config`` names the input subscription, the table and the topics.
 The driver serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``--port``; executors
-report their counts back through each micro-batch (``partition.py``).
+report their counts back through each micro-batch (``partition.py``). With
+``--webhook-endpoint`` it also POSTs Snowplow 2.x's webhook payloads there: an alert when a
+batch is held back by a setup error (table missing, no access, columns that cannot be
+added; once until a batch goes through again), a heartbeat every ``--webhook-heartbeat``
+seconds while ready (``plowline_cloud.webhook``).
 
 The default command: ``plowline-loader --config … --resolver …`` runs. Options it does not
 know (the Dataflow loader's ``--runner``, ``--project``, ``--region``, ``--tempLocation`` …)
@@ -35,8 +39,9 @@ from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.errors import ConfigError
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import alert_message, setup_problem
 
-from plowline_loader.bootstrap import worker_config
+from plowline_loader.bootstrap import ARTIFACT, worker_config
 from plowline_loader.cli import EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
@@ -45,6 +50,7 @@ from plowline_loader.streaming import StreamingLoader, StreamSettings
 from plowline_loader.vigil import arm_hard_exit, keep_vigil
 
 if TYPE_CHECKING:
+    from plowline_cloud.webhook import WebhookSender
     from pyspark.sql import SparkSession
 
 _log = structlog.get_logger("plowline.loader")
@@ -81,6 +87,12 @@ _FLAGS = {
         f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "
         "any supervisor restarts it (default 600)"
     ),
+    "--webhook-endpoint": (
+        "URL that receives 2.x's webhook alerts (setup errors: table missing, no access, "
+        "columns that cannot be added) and heartbeats while healthy (default: none sent)"
+    ),
+    "--webhook-tags": "name=value,… pairs added to every webhook payload (default: none)",
+    "--webhook-heartbeat": "seconds between webhook heartbeats while healthy (default 3600)",
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"
@@ -155,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
     register_watch_metrics(registry, "loader", watch)
     health = serve_health(settings.port, registry, readiness, watch)
+    webhook = _start_webhook(settings, registry, readiness)
     spark = build_spark_session(spark_settings)
     _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
@@ -172,7 +185,36 @@ def run(args: argparse.Namespace) -> int:
         loader.stop(settings.grace_period * 0.8)
         spark.stop()
         health.stop()
+        if webhook is not None:
+            webhook.stop()
     return code
+
+
+def _start_webhook(
+    settings: LoaderSettings, registry: MetricsRegistry, readiness: Readiness
+) -> WebhookSender | None:
+    """Start 2.x's webhook monitoring when an endpoint is set: alerts on setup errors, heartbeats.
+
+    A setup error is alerted once until a batch goes through again (``WebhookSender.clear``).
+    """
+    webhook = settings.webhook()
+    if webhook is None:
+        return None
+    from plowline_cloud.webhook import WebhookSender  # httpx: only when a webhook is set
+
+    sender = WebhookSender(webhook, ARTIFACT, loader_version(), readiness, registry)
+
+    def observe(error: str | None) -> None:
+        if error is None:
+            sender.clear()
+            return
+        problem = setup_problem(error)
+        if problem is not None:
+            sender.alert(alert_message(problem, error))
+
+    readiness.observe(observe)
+    sender.start()
+    return sender
 
 
 def log_spark_session(spark: SparkSession) -> None:

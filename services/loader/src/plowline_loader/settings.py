@@ -21,6 +21,7 @@ from typing import Any
 from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import DEFAULT_HEARTBEAT_S, WebhookSettings, parse_tags
 from pydantic import (
     AliasChoices,
     Field,
@@ -82,6 +83,9 @@ class LoaderSettings(BaseSettings):
     staging_bucket: str | None = None
     iglu_not_found: str | None = None
     ledger_table: str | None = None
+    webhook_endpoint: str | None = None  # 2.x's monitoring.webhook (``webhook()``)
+    webhook_tags: str = ""
+    webhook_heartbeat: PositiveFloat = DEFAULT_HEARTBEAT_S
 
     def trigger_interval_s(self, load: LoadMode) -> float:
         """Return the seconds between micro-batch starts for ``load`` (see the module notes)."""
@@ -90,6 +94,18 @@ class LoaderSettings(BaseSettings):
         if load.mode is LoadKind.FILE_LOADS and load.frequency:
             return float(load.frequency)
         return 0.0
+
+    def webhook(self) -> WebhookSettings | None:
+        """Return where to send alerts and heartbeats, or None (no endpoint: none are sent).
+
+        Raises:
+            ConfigError: an endpoint that is not an http(s) URL, or a tag not ``name=value``.
+        """
+        if not self.webhook_endpoint:
+            return None
+        return WebhookSettings(
+            self.webhook_endpoint, parse_tags(self.webhook_tags), self.webhook_heartbeat
+        )
 
     def options(self) -> LoaderOptions:
         """Return the core option object (validated there too)."""
@@ -113,6 +129,13 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
         settings.options()
     except ValidationError as error:
         raise ConfigError(describe_errors(error)) from None
+    try:
+        settings.webhook()
+    except ConfigError as error:
+        raise ConfigError(
+            f"--webhook-endpoint, --webhook-tags, --webhook-heartbeat "
+            f"({ENV_PREFIX}WEBHOOK_*): {error}"
+        ) from None
     if settings.lease_interval >= settings.ack_deadline:
         raise ConfigError(
             f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "
