@@ -8,16 +8,20 @@ Schema validation and checkov cover the same renders in test_deploy_validation.p
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 LOCAL = ["dev+loader-local", "prod+loader-local"]
 SCRAPER = {"plowline.io/metrics-scraper": "true"}
 _SPARK_ONLY = {
     ("SparkApplication", "plowline-loader"),
-    ("ServiceAccount", "plowline-loader-executor"),
     ("PodDisruptionBudget", "plowline-loader-executor"),
     ("NetworkPolicy", "plowline-loader-executor"),
     ("Role", "plowline-loader-spark-driver"),
@@ -225,3 +229,34 @@ def test_loader_local_pod_is_what_the_monitoring_components_select(
     )
     expected = 1
     assert expected == len(selecting)
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_loader_local_listed_inside_an_overlay_renders_the_same_pod(
+    deploy: Any, tmp_path: Path, name: str
+) -> None:
+    """Listed under the overlay's own `components:` (as GKE.md says), the pod is the same."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl is not on PATH"
+    overlay = deploy.repo / "deploy" / "k8s" / "overlays" / name
+    shutil.copytree(overlay, tmp_path / name)
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    kustomization["resources"] = [
+        r if not r.startswith("..") else os.path.relpath(overlay / r, tmp_path / name)
+        for r in kustomization["resources"]
+    ]
+    component = deploy.repo / "deploy" / "k8s" / "components" / "loader-local"
+    kustomization["components"] = [os.path.relpath(component, tmp_path / name)]
+    (tmp_path / name / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    result = subprocess.run(
+        [kubectl, "kustomize", str(tmp_path / name)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    manifests = [m for m in yaml.safe_load_all(result.stdout) if m]
+    inside = deploy.by_kind(manifests, "Deployment")["plowline-loader"]["spec"]["template"]
+    outside = _loader(deploy, f"{name}+loader-local")["spec"]["template"]
+    expected = (outside["spec"]["containers"], [])
+    assert expected == (
+        inside["spec"]["containers"],
+        sorted(m["kind"] for m in manifests if m["kind"] == "SparkApplication"),
+    )
