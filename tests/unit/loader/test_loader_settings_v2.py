@@ -8,6 +8,7 @@ import pytest
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_core.iglu.key import SchemaCriterion
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import WebhookSettings
 from plowline_loader.cli import main
 from plowline_loader.settings import load_settings
 
@@ -64,6 +65,16 @@ def test_a_2x_webhook_reaches_the_loader_webhook() -> None:
         settings.webhook_heartbeat,
         settings.webhook_tag_map(),
     )
+
+
+def test_a_2x_webhook_is_what_the_sender_is_given() -> None:
+    """The settings the loader's webhook sender starts with carry the 2.x file's webhook."""
+    settings = load_settings({"config": str(FULL), "resolver": "r.json"})
+
+    webhook = settings.with_config(load_pipeline_config(FULL)).webhook()
+
+    expected = WebhookSettings("https://hooks.acme.internal/loader", {"env": "staging"}, 1800.0)
+    assert expected == webhook
 
 
 def test_a_minimal_2x_config_brings_2x_defaults() -> None:
