@@ -170,9 +170,14 @@ class LoaderSettings(BaseSettings):
         """
         if not self.webhook_endpoint:
             return None
-        return WebhookSettings(
-            self.webhook_endpoint, self.webhook_tag_map(), self.webhook_heartbeat
-        )
+        tags = self.webhook_tag_map()
+        try:
+            return WebhookSettings(self.webhook_endpoint, tags, self.webhook_heartbeat)
+        except ConfigError as error:
+            raise ConfigError(
+                f"--webhook-endpoint ({ENV_PREFIX}WEBHOOK_ENDPOINT; a 2.x config's "
+                f"monitoring.webhook.endpoint): {error}"
+            ) from None
 
     def schema_hold(self) -> SchemaHold:
         """Return how events needing a missing schema are held (2.x's exitOnMissingIgluSchema)."""
@@ -208,10 +213,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
         settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error)) from None
-    try:
-        settings.webhook()
-    except ConfigError as error:
-        raise ConfigError(f"--webhook-endpoint ({ENV_PREFIX}WEBHOOK_ENDPOINT): {error}") from None
+    settings.webhook()
     if settings.lease_interval >= settings.ack_deadline:
         raise ConfigError(
             f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "
