@@ -14,7 +14,13 @@ from plowline_core.config import LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.key import SchemaCriterion
 from plowline_core.pipeline_config import PipelineConfig
-from plowline_core.v2_config import V2_NAME, duration_s, is_v2_document, parse_v2
+from plowline_core.v2_config import (
+    STATSD_NOT_SUPPORTED,
+    V2_NAME,
+    duration_s,
+    is_v2_document,
+    parse_v2,
+)
 from plowline_core.v2_names import V2Names
 
 MINIMAL: dict[str, Any] = {
@@ -180,6 +186,17 @@ def test_an_unused_key_is_named_with_its_reason(path: str, value: Any, reason: s
 
     named = [entry for entry in config.ignored if path in entry.split(" (")[0].split(", ")]
     assert [reason in entry for entry in named] == [True]
+
+
+def test_statsd_is_named_as_not_supported_with_what_to_scrape_instead() -> None:
+    """``monitoring.metrics.statsd`` is ignored with the exported StatsD message (/metrics)."""
+    config = parse_v2(_with("monitoring.metrics.statsd.hostname", "statsd.local"))
+
+    named = [entry for entry in config.ignored if "monitoring.metrics.statsd" in entry]
+    assert (named, "/metrics" in STATSD_NOT_SUPPORTED) == (
+        [f"monitoring.metrics.statsd.hostname ({STATSD_NOT_SUPPORTED})"],
+        True,
+    )
 
 
 def test_license_accept_is_not_required() -> None:

@@ -31,6 +31,7 @@ VARIANTS = (
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
     "prod+exactly-once",
+    "dev+loader-local",
     "prod+loader-local",
 )
 

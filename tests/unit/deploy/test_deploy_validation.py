@@ -8,7 +8,8 @@
   monitoring and scaling custom resources of deploy/k8s/components (PodMonitoring, Rules,
   ServiceMonitor, PrometheusRule, ScaledObject, TriggerAuthentication), each against the
   schema of deploy/k8s/schema naming the CRD version it follows. The components are
-  rendered on top of the prod overlay, as a user's overlay listing them would.
+  rendered on top of the prod overlay (the one-pod loader, loader-local, on dev's too),
+  as a user's overlay listing them would.
 * checkov over the rendered manifests and the Dockerfiles: no failed check; every skip is
   an inline annotation or comment that says why. checkov cannot share the workspace's lock
   (it pins older Google and pytest releases), so it runs as a pinned uv tool.
@@ -34,8 +35,11 @@ OVERLAYS = [
     "prod+monitoring-prometheus-operator",
     "prod+keda-scaling",
     "prod+exactly-once",
-    "prod+loader-local",  # no SparkApplication: the loader as one plain pod
+    "dev+loader-local",
+    "prod+loader-local",
 ]
+#: The overlays that run the loader as a SparkApplication (loader-local replaces it).
+SPARK_OVERLAYS = [overlay for overlay in OVERLAYS if "loader-local" not in overlay]
 #: Custom resources and the project's schema of the CRD fields each uses.
 CRD_SCHEMAS = {
     "SparkApplication": "sparkapplication-v1beta2.schema.json",
@@ -106,7 +110,7 @@ def test_spark_schema_is_a_valid_json_schema_naming_the_operator_version(deploy:
     assert expected == (schema["x-operator-version"], "2.1.1" in schema["description"])
 
 
-@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if "loader-local" not in o])
+@pytest.mark.parametrize("overlay", SPARK_OVERLAYS)
 def test_spark_application_matches_the_operator_schema(deploy: Any, overlay: str) -> None:
     """The rendered SparkApplication validates against the project's v1beta2 schema."""
     app = deploy.by_kind(deploy.render(overlay), "SparkApplication")["plowline-loader"]

@@ -69,3 +69,30 @@ def test_an_outage_over_many_retries_logs_two_lines() -> None:
         readiness.recovered()
     expected = [("warning", "central"), ("info", "central")]
     assert expected == [(log["log_level"], log["registry"]) for log in logs]
+
+
+def test_observers_hear_each_error_and_each_recovery() -> None:
+    """An observer is told every held-back batch's error, then None when a batch goes through."""
+    heard: list[str | None] = []
+    readiness = Readiness()
+    readiness.observe(heard.append)
+    readiness.started()
+    readiness.degraded(ERROR)
+    readiness.recovered()
+    expected = [ERROR, None]
+    assert expected == heard
+
+
+def test_a_failing_observer_never_fails_the_batch() -> None:
+    """An observer that raises is logged; readiness still changes and the caller sees nothing."""
+
+    def broken(error: str | None) -> None:
+        raise RuntimeError("webhook down")
+
+    readiness = Readiness()
+    readiness.observe(broken)
+    readiness.started()
+    with capture_logs() as logs:
+        readiness.degraded(ERROR)
+    expected = (False, ["readiness observer failed"])
+    assert expected == (readiness(), [e["event"] for e in logs if e["log_level"] == "warning"])

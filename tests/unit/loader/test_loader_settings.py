@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from plowline_core.errors import ConfigError
+from plowline_core.webhook import WebhookSettings
 from plowline_loader.bootstrap import worker_config
 from plowline_loader.settings import load_settings
 from plowline_loader.streaming import backoff_delay
@@ -103,3 +104,44 @@ def test_default_micro_batch_spreads_its_fixed_cost_over_10000_messages_a_partit
 
     assert settings.max_messages == 10_000
     assert settings.max_bytes >= 10_000 * 1_650
+
+
+def test_webhook_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PLOWLINE_LOADER_WEBHOOK_* give the endpoint, the tags and the heartbeat interval."""
+    monkeypatch.setenv("PLOWLINE_LOADER_WEBHOOK_ENDPOINT", "https://hooks.acme.com/plowline")
+    monkeypatch.setenv("PLOWLINE_LOADER_WEBHOOK_TAGS", "pipeline=prod,team=data")
+    monkeypatch.setenv("PLOWLINE_LOADER_WEBHOOK_HEARTBEAT", "600")
+    expected = WebhookSettings(
+        "https://hooks.acme.com/plowline", {"pipeline": "prod", "team": "data"}, 600.0
+    )
+    assert expected == load_settings(BASE).webhook()
+
+
+def test_no_webhook_endpoint_means_no_webhook() -> None:
+    """Without an endpoint the loader sends no alerts and no heartbeats."""
+    expected = None
+    assert expected == load_settings(BASE).webhook()
+
+
+@pytest.mark.parametrize(
+    ("values", "flag"),
+    [
+        pytest.param(
+            {"webhook_endpoint": "hooks.acme.com"}, "--webhook-endpoint", id="endpoint-not-a-url"
+        ),
+        pytest.param(
+            {"webhook_endpoint": "https://hooks.acme.com", "webhook_tags": "prod"},
+            "--webhook-tags",
+            id="tag-not-name-value",
+        ),
+        pytest.param({"webhook_tags": "prod"}, "--webhook-tags", id="tag-without-endpoint"),
+    ],
+)
+def test_a_bad_webhook_setting_is_a_config_error_naming_the_flag(
+    values: dict[str, str], flag: str
+) -> None:
+    """A webhook endpoint or tag that cannot be used stops the start, naming its flag."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**BASE, **values})
+    expected = True
+    assert expected == (flag in str(caught.value))

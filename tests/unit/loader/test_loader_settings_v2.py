@@ -8,12 +8,17 @@ import pytest
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_core.iglu.key import SchemaCriterion
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import WebhookSettings
 from plowline_loader.cli import main
 from plowline_loader.settings import load_settings
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "v2config"
 MINIMAL, FULL = DATA / "minimal.hocon", DATA / "full.hocon"
 MISSING = "/nonexistent/resolver.json"
+RESOLVER = (
+    Path(__file__).resolve().parents[3]
+    / "libs/devstack/src/plowline_devstack/examples/resolver.json"
+)
 
 
 def test_2x_command_line_starts_the_loader(capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,6 +69,33 @@ def test_a_2x_webhook_reaches_the_loader_webhook() -> None:
         settings.webhook_heartbeat,
         settings.webhook_tag_map(),
     )
+
+
+def test_a_2x_webhook_is_what_the_sender_is_given() -> None:
+    """The settings the loader's webhook sender starts with carry the 2.x file's webhook."""
+    settings = load_settings({"config": str(FULL), "resolver": "r.json"})
+
+    webhook = settings.with_config(load_pipeline_config(FULL)).webhook()
+
+    expected = WebhookSettings("https://hooks.acme.internal/loader", {"env": "staging"}, 1800.0)
+    assert expected == webhook
+
+
+def test_a_2x_webhook_endpoint_that_is_no_url_stops_the_start_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2.x file's ``monitoring.webhook.endpoint`` is checked at start as the flag is: exit 2."""
+    config = tmp_path / "config.hocon"
+    minimal = MINIMAL.read_text().rstrip().removesuffix("}")
+    config.write_text(minimal + 'monitoring { webhook { endpoint = "hooks.acme.com" } }\n}\n')
+    # Never Google's BigQuery, had the start gone as far as creating the table.
+    monkeypatch.setenv("BIGQUERY_EMULATOR_HOST", "127.0.0.1:9")
+
+    code = main(["--config", str(config), "--iglu-config", str(RESOLVER)])
+
+    expected = (2, True)
+    err = capsys.readouterr().err
+    assert expected == (code, "--webhook-endpoint" in err), err
 
 
 def test_a_minimal_2x_config_brings_2x_defaults() -> None:

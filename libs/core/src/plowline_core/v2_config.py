@@ -28,6 +28,11 @@ from plowline_core.errors import ConfigError
 from plowline_core.iglu.key import SchemaCriterion
 
 V2_NAME = "Snowplow BigQuery Loader 2.x HOCON config"
+STATSD_NOT_SUPPORTED = (
+    "StatsD is not supported: every service serves Prometheus metrics on /metrics instead; "
+    "scrape those"
+)
+"""Why a 2.x config's ``monitoring.metrics.statsd`` is not used (its entry in ``ignored``)."""
 
 _DEFAULTS: dict[str, Any] = {
     "output": {"good": {"table": "events"}},
@@ -86,7 +91,7 @@ _REASONS: dict[str, str] = {
     "retries.transientErrors": "transient errors are retried with --backoff-max",
     "retries.alterTableWait": "the loader re-reads the table schema every --schema-refresh s",
     "http": "plowline's HTTP clients keep their own connection pools",
-    "monitoring.metrics.statsd": "metrics are served for Prometheus on /metrics",
+    "monitoring.metrics.statsd": STATSD_NOT_SUPPORTED,
     "monitoring.metrics.prometheus": "metrics on /metrics carry no extra tags",
     "monitoring.sentry": "errors are logged, not sent to Sentry",
     "monitoring.webhook": "the webhook takes endpoint, tags and heartbeat",

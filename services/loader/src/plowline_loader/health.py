@@ -21,12 +21,14 @@ Notes:
     back the latest attempt, as the executors' resolvers saw them; an outage's ``since``
     is the earliest any attempt reported. Each registry's outage is logged when it first
     holds a batch back and when it no longer does: two lines, whatever the number of events.
+    ``observe`` adds a callback told each ``degraded`` error and each recovery (the
+    webhook's setup alerts, ``plowline_loader.run_command``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -50,6 +52,15 @@ class Readiness:
         self.registry_outages: Mapping[str, RegistryOutage] = {}
         self.missing_schemas: frozenset[str] = frozenset()
         self.held_events = 0
+        self._observers: list[Callable[[str | None], None]] = []
+
+    def observe(self, observer: Callable[[str | None], None]) -> None:
+        """Call ``observer(error)`` on each ``degraded``, ``observer(None)`` on each ``recovered``.
+
+        An observer must return at once (it runs on the batch's thread); one that raises is
+        logged, never passed on.
+        """
+        self._observers.append(observer)
 
     def started(self) -> None:
         """Mark the streaming query as running."""
@@ -62,12 +73,14 @@ class Readiness:
         self._hold(_merged(registry_outages))
         self._degraded.set()
         self._publish()
+        self._tell(error)
 
     def recovered(self) -> None:
         """Mark the last batch as having gone through."""
         self._hold({})
         self._degraded.clear()
         self._publish()
+        self._tell(None)
 
     def holding(self, schemas: frozenset[str], events: int) -> None:
         """Record the events the last batch held for missing schemas (a known state: still ready).
@@ -131,6 +144,13 @@ class Readiness:
                     last_error=outage.last_error,
                 )
         self.registry_outages = outages
+
+    def _tell(self, error: str | None) -> None:
+        for observer in self._observers:
+            try:
+                observer(error)
+            except Exception as failure:  # monitoring must never fail a batch
+                _log.warning("readiness observer failed", error=f"{failure!r}")
 
     def _publish(self) -> None:
         if self._gauge is not None:

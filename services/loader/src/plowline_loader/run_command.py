@@ -3,7 +3,11 @@
 Settings: flags over ``PLOWLINE_LOADER_*`` variables over defaults (``settings.py``);
 the Snowplow ``bigquery_config`` names the input subscription, the table and the topics.
 The driver serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``--port``; executors
-report their counts back through each micro-batch (``partition.py``).
+report their counts back through each micro-batch (``partition.py``). With
+``--webhook-endpoint`` it also POSTs Snowplow 2.x's webhook payloads there: an alert when a
+batch is held back by a setup error (table missing, no access, columns that cannot be
+added; once until a batch goes through again), a heartbeat every ``--webhook-heartbeat``
+seconds while ready (``plowline_cloud.webhook``).
 
 The default command: ``plowline-loader --config … --resolver …`` runs. Options it does not
 know (the Dataflow loader's ``--runner``, ``--project``, ``--region``, ``--tempLocation`` …)
@@ -42,17 +46,24 @@ from plowline_cloud.logging import configure_logging
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.errors import ConfigError, PlowlineError
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import alert_message, setup_problem
 
-from plowline_loader.bootstrap import WorkerConfig, create_v2_table, read_config, worker_config
+from plowline_loader.bootstrap import (
+    ARTIFACT,
+    WorkerConfig,
+    create_v2_table,
+    read_config,
+    worker_config,
+)
 from plowline_loader.cli import EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
 from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from plowline_loader.vigil import arm_hard_exit, keep_vigil
-from plowline_loader.webhook import WebhookSender, readiness_status
 
 if TYPE_CHECKING:
+    from plowline_cloud.webhook import WebhookSender
     from pyspark.sql import SparkSession
 
 _log = structlog.get_logger("plowline.loader")
@@ -122,12 +133,16 @@ _FLAGS = {
         "inside the subscription's message retention)"
     ),
     "--webhook-endpoint": (
-        "URL that receives heartbeats as 2.x sends them (iglu:com.snowplowanalytics."
-        "monitoring.loader/heartbeat/jsonschema/1-0-0, POST JSON) while the loader runs "
-        "(2.x's monitoring.webhook.endpoint; default: none)"
+        "URL that receives 2.x's webhook payloads (POST JSON; 2.x's "
+        "monitoring.webhook.endpoint; default: none sent): an alert on a setup error (table "
+        "missing, no access, columns that cannot be added; iglu:com.snowplowanalytics."
+        "monitoring.loader/alert/jsonschema/1-0-0) and a heartbeat (…/heartbeat/jsonschema/"
+        "1-0-0) every --webhook-heartbeat seconds while ready"
     ),
     "--webhook-heartbeat": "seconds between heartbeats (default 300, 2.x's 5 minutes)",
-    "--webhook-tags": "NAME=VALUE,… sent with every heartbeat (2.x's monitoring.webhook.tags)",
+    "--webhook-tags": (
+        "NAME=VALUE,… sent with every alert and heartbeat (2.x's monitoring.webhook.tags)"
+    ),
     "--class-archive": (
         "the driver JVM's class archive, used when the file exists: the JVM starts in about "
         "half the CPU (create it with `plowline-loader class-archive PATH`)"
@@ -185,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         _warn_ignored(getattr(args, "ignored_options", []))
         _warn_missing_archive(settings.class_archive)
         settings, pipeline = read_config(settings)
+        settings.webhook()  # a 2.x config's monitoring.webhook.endpoint, checked as a flag is
         config = worker_config(settings, loader_version(), pipeline)
         ui = {"spark.ui.enabled": "true" if settings.spark_ui else "false"}
         spark_settings = command_spark_settings(
@@ -205,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
     register_watch_metrics(registry, "loader", watch)
     health = serve_health(settings.port, registry, readiness, watch)
-    webhook = _start_webhook(settings, readiness)
+    webhook = _start_webhook(settings, registry, readiness)
     spark = build_spark_session(spark_settings)
     _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
@@ -241,17 +257,31 @@ def _create_table(config: WorkerConfig) -> bool:
     return True
 
 
-def _start_webhook(settings: LoaderSettings, readiness: Readiness) -> WebhookSender | None:
-    """Start posting heartbeats to ``--webhook-endpoint``, if one is given."""
-    if settings.webhook_endpoint is None:
+def _start_webhook(
+    settings: LoaderSettings, registry: MetricsRegistry, readiness: Readiness
+) -> WebhookSender | None:
+    """Start 2.x's webhook monitoring when an endpoint is set: alerts on setup errors, heartbeats.
+
+    A setup error is alerted once until a batch goes through again (``WebhookSender.clear``).
+    """
+    webhook = settings.webhook()
+    if webhook is None:
         return None
-    return WebhookSender(
-        settings.webhook_endpoint,
-        loader_version(),
-        readiness_status(lambda: bool(readiness.details()["started"])),
-        settings.webhook_heartbeat,
-        settings.webhook_tag_map(),
-    ).start()
+    from plowline_cloud.webhook import WebhookSender  # httpx: only when a webhook is set
+
+    sender = WebhookSender(webhook, ARTIFACT, loader_version(), readiness, registry)
+
+    def observe(error: str | None) -> None:
+        if error is None:
+            sender.clear()
+            return
+        problem = setup_problem(error)
+        if problem is not None:
+            sender.alert(alert_message(problem, error))
+
+    readiness.observe(observe)
+    sender.start()
+    return sender
 
 
 def log_spark_session(spark: SparkSession) -> None:

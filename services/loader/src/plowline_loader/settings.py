@@ -25,6 +25,7 @@ from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import DEFAULT_HEARTBEAT_S, WebhookSettings, parse_tags
 from pydantic import (
     AliasChoices,
     Field,
@@ -74,7 +75,7 @@ class LoaderSettings(BaseSettings):
     exit_on_missing_iglu_schema: bool | None = None  # None: true for column mode major (2.x)
     missing_schema_bound: float = Field(DEFAULT_BOUND_S, gt=0, le=MAX_BOUND_S)
     webhook_endpoint: str | None = None  # 2.x's monitoring.webhook.endpoint
-    webhook_heartbeat: PositiveFloat = 300.0  # 2.x's monitoring.webhook.heartbeat (5 minutes)
+    webhook_heartbeat: PositiveFloat = DEFAULT_HEARTBEAT_S  # 2.x's monitoring.webhook.heartbeat
     webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
     backoff_max: PositiveFloat = 30.0
     stall_timeout: PositiveFloat = 600.0
@@ -156,15 +157,27 @@ class LoaderSettings(BaseSettings):
         Raises:
             ConfigError: a tag without ``=``.
         """
-        tags: dict[str, str] = {}
-        for item in filter(None, (part.strip() for part in (self.webhook_tags or "").split(","))):
-            name, equals, value = item.partition("=")
-            if not equals or not name:
-                raise ConfigError(
-                    f"--webhook-tags ({ENV_PREFIX}WEBHOOK_TAGS): {item!r} is not NAME=VALUE"
-                )
-            tags[name] = value
-        return tags
+        try:
+            return parse_tags(self.webhook_tags or "")
+        except ConfigError as error:
+            raise ConfigError(f"--webhook-tags ({ENV_PREFIX}WEBHOOK_TAGS): {error}") from None
+
+    def webhook(self) -> WebhookSettings | None:
+        """Return where to send alerts and heartbeats, or None (no endpoint: none are sent).
+
+        Raises:
+            ConfigError: an endpoint that is not an http(s) URL, or a tag not ``name=value``.
+        """
+        if not self.webhook_endpoint:
+            return None
+        tags = self.webhook_tag_map()
+        try:
+            return WebhookSettings(self.webhook_endpoint, tags, self.webhook_heartbeat)
+        except ConfigError as error:
+            raise ConfigError(
+                f"--webhook-endpoint ({ENV_PREFIX}WEBHOOK_ENDPOINT; a 2.x config's "
+                f"monitoring.webhook.endpoint): {error}"
+            ) from None
 
     def schema_hold(self) -> SchemaHold:
         """Return how events needing a missing schema are held (2.x's exitOnMissingIgluSchema)."""
@@ -200,6 +213,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
         settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error)) from None
+    settings.webhook()
     if settings.lease_interval >= settings.ack_deadline:
         raise ConfigError(
             f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "

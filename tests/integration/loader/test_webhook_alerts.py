@@ -1,0 +1,97 @@
+"""The loader's webhook wiring (run_command._start_webhook) against a receiver on 127.0.0.1.
+
+What the driver's readiness hears (a batch held back by an error, a batch through again)
+becomes 2.x's alerts and heartbeats: a setup error alerts once until the loader recovers,
+any other error alerts nothing, and heartbeats flow while the loader is ready.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from plowline_cloud.metrics import MetricsRegistry
+from plowline_core.webhook import ALERT_SCHEMA, HEARTBEAT_SCHEMA
+from plowline_loader.health import Readiness
+from plowline_loader.run_command import _start_webhook
+from plowline_loader.settings import LoaderSettings
+
+TABLE_MISSING = (
+    "Py4JJavaError: An error occurred while calling o77.collect.\n"
+    "plowline_core.errors.PermanentError: 404 Not found: Table acme:snowplow.events\n"
+    "\tat org.apache.spark.api.python.BasePythonRunner"
+)
+
+
+@pytest.fixture
+def received() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A receiver on 127.0.0.1: its URL and the payloads it got."""
+    got: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", got
+    server.shutdown()
+    server.server_close()
+
+
+def _wait(got: list[dict[str, Any]], schema: str, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while sum(p["schema"] == schema for p in got) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_setup_error_alerts_once_then_heartbeats_once_recovered(
+    received: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """A missing table met on two retries alerts once (its line, the tags); recovered, heartbeats follow."""
+    url, got = received
+    settings = LoaderSettings(
+        config="c", resolver="r", webhook_endpoint=url, webhook_tags="pipeline=prod",
+        webhook_heartbeat=0.2,
+    )  # fmt: skip
+    readiness = Readiness()
+    sender = _start_webhook(settings, MetricsRegistry("loader"), readiness)
+    assert sender is not None
+    readiness.started()
+    readiness.degraded(TABLE_MISSING)
+    readiness.degraded(TABLE_MISSING)
+    readiness.degraded("RegistryUnavailable: cannot resolve iglu:com.acme/x/jsonschema/1-0-0")
+    readiness.recovered()
+    _wait(got, HEARTBEAT_SCHEMA, 1)
+    sender.stop()
+    alerts = [(p["data"]["message"], p["data"]["tags"]) for p in got if p["schema"] == ALERT_SCHEMA]
+    expected = (
+        [
+            (
+                "the events table does not exist: plowline_core.errors.PermanentError: "
+                "404 Not found: Table acme:snowplow.events",
+                {"pipeline": "prod"},
+            )
+        ],
+        True,
+    )
+    assert expected == (alerts, any(p["schema"] == HEARTBEAT_SCHEMA for p in got))
+
+
+def test_no_endpoint_means_no_sender() -> None:
+    """Without --webhook-endpoint nothing is started and readiness has no observer."""
+    readiness = Readiness()
+    expected = None
+    assert expected == _start_webhook(
+        LoaderSettings(config="c", resolver="r"), MetricsRegistry("loader"), readiness
+    )
