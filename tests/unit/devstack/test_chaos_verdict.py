@@ -88,3 +88,17 @@ def test_chaos_verdict_names_each_failure(kwargs: dict[str, object], failure: st
     """A lost, dead-ended or unsettled event or a crashed service fails with its reason."""
     judged = verdict(_report("exactly-once", **kwargs))  # type: ignore[arg-type]
     assert failure in judged.failures
+
+
+def test_chaos_report_prints_how_often_each_fault_struck() -> None:
+    """The report names each fault that struck with its count, under the faults on."""
+    report = _report("insert-all", GOOD)
+    report.faults_struck = {"pubsub.pull-unavailable": 7, "bigquery.backend-error": 3}
+
+    lines = report_lines(verdict(report))
+
+    expected = [
+        "    struck      3x  bigquery.backend-error",
+        "    struck      7x  pubsub.pull-unavailable",
+    ]
+    assert expected == [line for line in lines if line.startswith("    struck")]

@@ -10,7 +10,16 @@ import plowline_devstack.faults
 import pytest
 from plowline_core.errors import ConfigError
 from plowline_devstack.cli import main
-from plowline_devstack.faults import CATALOGUE, NO_FAULTS, FaultPlan, load_faults, parse_faults
+from plowline_devstack.faults import (
+    CATALOGUE,
+    NO_FAULTS,
+    STRUCK_MARK,
+    FaultDraws,
+    FaultPlan,
+    load_faults,
+    parse_faults,
+    struck_faults,
+)
 from plowline_devstack.pubsub.faults import PubSubFaults
 
 
@@ -170,3 +179,27 @@ def test_an_acknowledge_outage_refuses_every_call_for_its_seconds() -> None:
     now[0] += 10
     after = [faults.ack_call_refused() for _ in range(40)]
     assert (all(during), sum(after) < 40) == (True, True), calls
+
+
+def test_a_strike_is_written_to_stderr_for_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each strike writes one marked line naming the fault; a miss writes nothing."""
+    draws = FaultDraws({"sure": {"rate": 1.0}, "never": {"rate": 0.0}})
+
+    struck = [draws.draw("sure"), draws.draw("never"), draws.draw("sure")]
+
+    expected = ([True, False, True], f"{STRUCK_MARK} sure\n" * 2)
+    assert expected == (struck, capsys.readouterr().err)
+
+
+def test_struck_faults_are_counted_per_stand_in_from_the_logs(tmp_path: Path) -> None:
+    """struck_faults counts the marked lines of each server log, named by the log's stem."""
+    (tmp_path / "pubsub.log").write_text(
+        f"started\n{STRUCK_MARK} pull-unavailable\nnoise {STRUCK_MARK} x\n"
+        f"{STRUCK_MARK} pull-unavailable\n"
+    )
+    (tmp_path / "bigquery.log").write_bytes(
+        f"{STRUCK_MARK} backend-error\n\xff\n".encode("latin-1")
+    )
+
+    expected = {"pubsub.pull-unavailable": 2, "bigquery.backend-error": 1}
+    assert expected == dict(struck_faults(tmp_path))

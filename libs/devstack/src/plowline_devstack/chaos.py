@@ -38,7 +38,7 @@ from plowline_devstack.chaos_tap import FailedInsertTap
 from plowline_devstack.demo_report import Accounting
 from plowline_devstack.demo_run import EXAMPLES, DemoRun
 from plowline_devstack.demo_services import SERVICE_NAMES
-from plowline_devstack.faults import NO_FAULTS, FaultPlan
+from plowline_devstack.faults import NO_FAULTS, FaultPlan, struck_faults
 from plowline_devstack.generate import GeneratedLine, generate
 from plowline_devstack.write_modes import WriteMode, write_config
 
@@ -121,6 +121,8 @@ class ChaosReport:
     """Per event id held more than once: copies, seconds between their load_tstamps."""
     refused: frozenset[str] = frozenset()
     """Event ids the loader refused at least once (sent to the repeater)."""
+    faults_struck: dict[str, int] = field(default_factory=dict)
+    """How often each fault struck, per ``<stand-in log>.<fault>`` (``struck_faults``)."""
 
 
 def kill_schedule(
@@ -276,6 +278,8 @@ def run_chaos(plan: ChaosPlan, work_dir: Path, say: Say) -> ChaosReport:
     except PlowlineError as exc:
         report.error = str(exc)
     finally:
+        if run.stack is not None:
+            report.faults_struck = dict(struck_faults(run.stack.data_dir / "logs"))
         say("stopping everything")
         run.stop()
         killer.release()

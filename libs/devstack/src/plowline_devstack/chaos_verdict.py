@@ -119,6 +119,10 @@ def report_lines(judged: ChaosVerdict) -> list[str]:
     out = [
         f"write mode                       {plan.mode.name}",
         f"faults on                        {', '.join(plan.faults.names()) or 'none'}",
+        *(
+            f"    struck {count:>6}x  {name}"
+            for name, count in sorted(report.faults_struck.items())
+        ),
         f"events published                 {report.published:>8}",
         f"kills (SIGKILL, then restart)    {len(report.kills):>8}",
     ]
