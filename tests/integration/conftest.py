@@ -13,7 +13,8 @@ It yields a :class:`plowline_devstack.stack.LocalStack`: ``.endpoints`` (ports, 
 Nothing is skipped: a server that does not start fails the session with its log tail.
 
 ``config_files``, ``start_service`` and ``eventually`` serve the tests that run a service
-as a real subprocess (``python -m <module> …``) against the stack.
+as a real subprocess (``python -m <module> …``) against the stack; ``start_module_service``
+starts services that serve every test of a module (killed at the module's end).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,30 +103,56 @@ def config_files(tmp_path: Path) -> tuple[Path, Path]:
     return config, resolver
 
 
-@pytest.fixture
-def start_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
-    """Start services as subprocesses; kill whatever is left at the end of the test."""
+@contextmanager
+def _services(
+    directory: Path, env: Mapping[str, str] | None = None
+) -> Iterator[Callable[..., Service]]:
+    """Start services logging under ``directory``; kill whatever is left on leaving."""
     started: list[Service] = []
 
     def start(module: str, *args: str) -> Service:
-        log = tmp_path / f"{module}-{len(started)}.log"
-        env = {**os.environ, **_PLAIN_LOGS}
+        log = directory / f"{module}-{len(started)}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", module, *args], stdout=out, stderr=subprocess.STDOUT, env=env
+                [sys.executable, "-m", module, *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **_PLAIN_LOGS, **(env or {})},
             )
         service = Service(process, log)
         started.append(service)
         return service
 
-    yield start
-    for service in started:
-        if service.process.poll() is None:
-            service.process.kill()
-            service.process.wait(10)
+    try:
+        yield start
+    finally:
+        for service in started:
+            if service.process.poll() is None:
+                service.process.kill()
+                service.process.wait(10)
 
 
 @pytest.fixture
+def start_service(tmp_path: Path) -> Iterator[Callable[..., Service]]:
+    """Start services as subprocesses; kill whatever is left at the end of the test."""
+    with _services(tmp_path) as start:
+        yield start
+
+
+@pytest.fixture(scope="module")
+def start_module_service(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[Mapping[str, str]], Callable[..., Service]]]:
+    """``start_module_service(env)(module, *args)``: services that live for the whole module."""
+    with ExitStack() as stack:
+
+        def starter(env: Mapping[str, str]) -> Callable[..., Service]:
+            return stack.enter_context(_services(tmp_path_factory.mktemp("services"), env))
+
+        yield starter
+
+
+@pytest.fixture(scope="session")
 def eventually() -> Callable[..., Any]:
     """``eventually(check, timeout)``: poll until ``check()`` is truthy, return its last answer."""
     return _eventually

@@ -25,6 +25,7 @@ from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.resolver import Resolver
+from plowline_core.schema.legacy import NO_RULES, ColumnRules
 
 from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
@@ -92,6 +93,18 @@ def load_table_config(value: str | Path, types_subscription: str | None = None) 
     return load_pipeline_config(value, "--config", v2_overrides=overrides).mutator
 
 
+def load_column_rules(value: str | Path) -> ColumnRules:
+    """Return a 2.x config's ``skipSchemas``/``legacyColumns``/``legacyColumnMode`` (others: none).
+
+    Raises:
+        ConfigError: unreadable, unparsable or invalid (the message starts with --config).
+    """
+    v2 = load_pipeline_config(value, "--config").v2
+    if v2 is None:
+        return NO_RULES
+    return ColumnRules(v2.skip_schemas, v2.legacy_columns, v2.legacy_column_mode)
+
+
 def build_table_client(settings: MutatorSettings) -> tuple[BigQueryConfig, bigquery.Client]:
     """Return the table config and a BigQuery client for its project."""
     settings.require("config")
@@ -112,6 +125,8 @@ def build_runtime(settings: MutatorSettings) -> Runtime:
     resolver = load_resolver(settings.resolver, clock, not_found, LoggedOutages())
     table, client = build_table_client(settings)
     store = BigQueryTableSchemaStore(client, table.table_ref, settings.refresh_interval, clock)
-    mutator = Mutator(resolver, store, settings.column_mode, threading.Lock())
+    assert settings.config is not None  # checked by require
+    rules = load_column_rules(settings.config)
+    mutator = Mutator(resolver, store, settings.column_mode, threading.Lock(), rules=rules)
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
     return Runtime(settings, table, client, resolver, store, mutator, MutatorMetrics(), watch)
