@@ -23,8 +23,8 @@ from plowline_core.transform.row import RowBuilder, TransformedRow
 
 PROCESSOR = Processor("plowline-loader", "0.1.0")
 BADROWS = (
-    Path(__file__).resolve().parents[4]
-    / "shared/conformance/vectors/badrows/com.snowplowanalytics.snowplow.badrows"
+    Path(__file__).resolve().parents[2]
+    / "data/conformance/vectors/badrows/com.snowplowanalytics.snowplow.badrows"
 )
 _STR = {"type": "string"}
 V100 = {"type": "object", "properties": {"id": _STR}, "required": ["id"]}
@@ -157,8 +157,7 @@ def test_two_schemas_on_one_column_fail_only_their_events() -> None:
 def test_failure_validates_against_loader_iglu_error(uri: str) -> None:
     """The clash and InvalidSchema failures fit loader_iglu_error's InvalidSchema item."""
     schema_path = BADROWS / "loader_iglu_error" / "jsonschema" / "2-0-0"
-    if not schema_path.is_file():
-        pytest.skip("the bad-row schemas are not in ../shared/conformance/vectors")
+    assert schema_path.is_file(), f"the bad-row schemas are carried in {BADROWS}"
     builder = _builder()
     builder.build(_event(("iglu:com.acme/a-b/jsonschema/1-0-0", {"id": "x"})))
     result = builder.build(_event((uri, {"id": "x"})))
