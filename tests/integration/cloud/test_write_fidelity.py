@@ -113,8 +113,8 @@ def _append(
             f"error {r.error.code}" if r.error.code else "ok"
             for r in writes.append_rows(requests(), timeout=20)
         ]
-    except gexc.GoogleAPICallError:
-        return ["closed"]
+    except gexc.GoogleAPICallError as exc:
+        return [f"closed: {exc.message}"[:200]]
 
 
 def _count(bq: bigquery.Client, table: bigquery.Table) -> int:
@@ -247,3 +247,72 @@ def test_write_api_connection(
     outcomes = _query_outcomes(bq, table, done)
     appender.join(60)
     assert expected == outcomes
+
+
+NESTED = [
+    *FLAT,
+    bigquery.SchemaField(
+        "reps", "RECORD", mode="REPEATED", fields=[bigquery.SchemaField("a", "INTEGER")]
+    ),
+]
+
+
+def _widened(table: bigquery.Table, step: int) -> list[bigquery.SchemaField]:
+    """The schema with one more top-level column and one more field inside ``reps``."""
+    reps = next(f for f in table.schema if f.name == "reps")
+    inner = [f for f in reps.fields if f.name != f"s{step}"]  # a retried patch may have landed
+    inner.append(bigquery.SchemaField(f"s{step}", "STRING"))
+    others = [f for f in table.schema if f.name not in ("reps", f"c{step}")]
+    wider = bigquery.SchemaField("reps", "RECORD", mode="REPEATED", fields=inner)
+    return [*others, wider, bigquery.SchemaField(f"c{step}", "STRING")]
+
+
+def _widen_while_appending(bq: bigquery.Client, writes: BigQueryWriteClient) -> dict[str, object]:
+    """Widen a table 12 times while two connections append to it; then read it back."""
+    table = first = _table(bq, NESTED)
+    done = threading.Event()
+    appended: list[str] = []
+
+    def append() -> None:
+        batch = [{"id": str(i), "reps": [{"a": i}]} for i in range(50)]
+        while not done.is_set():  # one connection per batch: each outcome is one batch's
+            appended.extend(_append(writes, f"{_path(first)}/streams/_default", first, [batch]))
+
+    writers = [threading.Thread(target=append) for _ in range(2)]
+    for writer in writers:
+        writer.start()
+    patches: list[str] = []
+    for step in range(12):
+        time.sleep(0.2)
+        for _ in range(50):  # as the mutator does: a stale etag (appends move it) re-reads
+            try:
+                table = bq.get_table(table, retry=RETRY)
+                table.schema = _widened(table, step)
+                table = bq.update_table(table, ["schema"], retry=RETRY)
+                patches.append("ok")
+                break
+            except gexc.PreconditionFailed:
+                continue
+            except gexc.GoogleAPICallError as exc:
+                patches.append(f"{type(exc).__name__}: {exc.message}"[:300])
+                break
+    done.set()
+    for writer in writers:
+        writer.join(60)
+    try:
+        counted: object = _count(bq, table)
+    except gexc.GoogleAPICallError as exc:
+        counted = type(exc).__name__
+    return {
+        "patches": set(patches),
+        "appends": set(appended),
+        "rows": counted == 50 * appended.count("ok"),
+        "stored": counted,
+    }
+
+
+def test_widening_during_appends_keeps_the_database(corrected: Pair) -> None:
+    """Columns added while appends run: every patch lands, every appended row is read back."""
+    outcome = _widen_while_appending(*corrected)
+    expected = {"patches": {"ok"}, "appends": {"ok"}, "rows": True}
+    assert expected == {key: outcome[key] for key in expected}, outcome

@@ -11,6 +11,8 @@ handler and runs ``ALTER TABLE … ADD COLUMN IF NOT EXISTS`` for every new fiel
 struct paths for nested fields (``"rec"."sub"``, ``"reps"."element"."sub"``).
 
 Notes:
+    Both steps run under :data:`.storage_lock.WIDENING`, which every Write API append
+    holds too: an append sees the table before or after a widening, never between.
     Widening only, like BigQuery's own patch: dropped or retyped fields are left alone.
     Any column type BigQuery has may be added (a RANGE column with its element type).
 """
@@ -24,6 +26,7 @@ from bqemulator.storage.sql_identifiers import quoted_table_ref
 
 from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
 from plowline_devstack.bigquery.nested_names import duckdb_columns, quote
+from plowline_devstack.bigquery.storage_lock import widening_held
 
 _TABLE = "/bigquery/v2/projects/{project}/datasets/{dataset}/tables/{table}"
 
@@ -36,18 +39,19 @@ async def alter_storage_on_schema_change(exchange: Exchange) -> Reply:
         exchange.params["table"],
     )
     catalog = exchange.context.catalog
-    before = catalog.get_table(project, dataset, table)
-    reply = await exchange.forward(exchange.body)
-    after = catalog.get_table(project, dataset, table)
-    if reply.status != 200 or before is None or after is None:
-        return reply
-    statements = add_column_statements(
-        quoted_table_ref(project, dataset, table), before.schema_.fields, after.schema_.fields
-    )
-    engine = exchange.context.engine
-    async with engine.write_lock():
-        for statement in statements:
-            engine.execute(statement)
+    async with widening_held():  # no append sees the catalog widened and DuckDB not yet
+        before = catalog.get_table(project, dataset, table)
+        reply = await exchange.forward(exchange.body)
+        after = catalog.get_table(project, dataset, table)
+        if reply.status != 200 or before is None or after is None:
+            return reply
+        statements = add_column_statements(
+            quoted_table_ref(project, dataset, table), before.schema_.fields, after.schema_.fields
+        )
+        engine = exchange.context.engine
+        async with engine.write_lock():
+            for statement in statements:
+                engine.execute(statement)
     return reply
 
 

@@ -16,7 +16,9 @@ compose in any order and any of them can be left out.
   schema with fields the table lacks (``INVALID_ARGUMENT``, ``Input schema has more
   fields than BigQuery schema``). The emulator keeps the schema a connection first saw:
   after a widening its positional ``INSERT`` fails (column count) and rows are lost from
-  PENDING streams, while fields unknown to the table are silently dropped.
+  PENDING streams, while fields unknown to the table are silently dropped. Each append
+  reads the schema and inserts under :data:`.storage_lock.WIDENING`, which a widening
+  holds too (:mod:`.storage_lock`).
 * ``batch-commit-parent``: BatchCommitWriteStreams commits streams of the one ``parent``
   table it names; the emulator ignores ``parent`` and commits streams of any table. The
   corrected emulator refuses with ``INVALID_ARGUMENT`` (real BigQuery refuses too; the
@@ -43,6 +45,7 @@ import grpc
 from bqemulator.storage.engine import DuckDBEngine
 
 from plowline_devstack.bigquery.interception import Correction
+from plowline_devstack.bigquery.storage_lock import WIDENING
 
 _Handler = servicer.BigQueryWriteHandler
 
@@ -105,10 +108,11 @@ def install_schema_refresh() -> None:
         return bound if current is None or current.equals(bound[1]) else (bound[0], current)
 
     def flush_to_target(self: Any, stream: Any, rows: Any) -> None:
-        current = _current_schema(self, stream)
-        if current is not None and not current.equals(rows.schema):
-            rows = servicer._align_to_target(rows, current)
-        shipped_flush(self, stream, rows)
+        with WIDENING:  # the schema read and the INSERT see one state of a widening table
+            current = _current_schema(self, stream)
+            if current is not None and not current.equals(rows.schema):
+                rows = servicer._align_to_target(rows, current)
+            shipped_flush(self, stream, rows)
 
     def rows_for_request(
         request: Any, decoder: Any, arrow_schema_bytes: Any, target_schema: Any
