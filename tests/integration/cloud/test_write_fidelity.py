@@ -113,8 +113,8 @@ def _append(
             f"error {r.error.code}" if r.error.code else "ok"
             for r in writes.append_rows(requests(), timeout=20)
         ]
-    except gexc.GoogleAPICallError as exc:
-        return [f"closed: {exc.message}"[:200]]
+    except gexc.GoogleAPICallError:
+        return ["closed"]
 
 
 def _count(bq: bigquery.Client, table: bigquery.Table) -> int:
