@@ -7,6 +7,10 @@ tiers share it (integration, cluster): in one session the stack starts once.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
 tier's local stack with that fault plan (``plowline_devstack/faults.py``; default none).
+``PLOWLINE_TEST_BUDGET_S`` bounds a session's wall time: once it is spent, every test not yet
+started fails at setup, naming the budget, so a run that goes wrong (a stack that broke and
+makes every later test wait out its timeouts) ends with a full report rather than being cut
+off by CI's own limit; ``.ci/run`` sets it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +53,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="start the integration tier's local stack with this fault file (TOML or JSON; "
         "see plowline_devstack/faults.py); default: no faults",
     )
+
+
+_BUDGET = "PLOWLINE_TEST_BUDGET_S"
+_started = time.monotonic()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start the clock of ``PLOWLINE_TEST_BUDGET_S``."""
+    global _started
+    _started = time.monotonic()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test that would start after the session's time budget is spent."""
+    budget = os.environ.get(_BUDGET, "").strip()
+    if not budget:
+        return
+    spent = time.monotonic() - _started
+    if spent >= float(budget):
+        pytest.fail(
+            f"not run: the session's time budget {_BUDGET}={budget} s was spent "
+            f"({spent:.0f} s); the first failures above say why the run took so long",
+            pytrace=False,
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
