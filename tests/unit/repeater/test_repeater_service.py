@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import orjson
-from plowline_cloud.metrics import MetricsRegistry
+import pytest
+from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
 from plowline_core.badrows import Processor
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import TransientError
@@ -56,6 +57,7 @@ class World:
     sink: InMemoryRowSink
     store: InMemoryBlobStore
     clock: FixedClock
+    metrics: RepeaterMetrics
 
 
 def _world(reject: InsertReason | None = None, buffer_size: int = 20) -> World:
@@ -72,7 +74,7 @@ def _world(reject: InsertReason | None = None, buffer_size: int = 20) -> World:
     repeater = Repeater(
         sink, table, store, clock, options, Processor("plowline-repeater", "0.1.0"), metrics
     )
-    return World(repeater, table, sink, store, clock)
+    return World(repeater, table, sink, store, clock, metrics)
 
 
 def _dead_rows(store: InMemoryBlobStore) -> list[dict[str, object]]:
@@ -252,3 +254,46 @@ def test_the_repeater_recovers_once_the_table_reads_again() -> None:
     world.repeater.step()
     expected = (True, "ack", ["e1"])
     assert expected == (world.repeater.ready, message.settled, world.sink.insert_ids)
+
+
+def _latency_samples(histogram: BatchHistogram) -> dict[str, float]:
+    [family] = histogram.collect()
+    return {s.name.rsplit("_", 1)[-1]: s.value for s in family.samples if "le" not in s.labels}
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param(
+            {"collector_tstamp": "2026-11-22 04:58:30"}, {"count": 1, "sum": 90.0}, id="naive-utc"
+        ),
+        pytest.param(
+            {"collector_tstamp": "2026-11-22T04:59:00+00:00"}, {"count": 1, "sum": 60.0}, id="aware"
+        ),
+        pytest.param({}, {"count": 0, "sum": 0.0}, id="none"),
+        pytest.param({"collector_tstamp": "yesterday"}, {"count": 0, "sum": 0.0}, id="not-iso"),
+    ],
+)
+def test_a_reinserted_row_counts_its_collector_to_row_latency(
+    extra: dict[str, object], expected: dict[str, float]
+) -> None:
+    """Each re-inserted row adds collector_tstamp → re-insert to the histogram (none without one)."""
+    world = _world()
+    world.table.add_fields([Field("collector_tstamp", FieldType.STRING)])
+    world.repeater.receive(_message(**extra))
+    world.repeater.step()
+    samples = _latency_samples(world.metrics.collector_latency)
+    assert expected == {"count": samples["count"], "sum": samples["sum"]}
+
+
+def test_a_reinserted_row_counts_its_wait_since_the_failed_insert_was_published() -> None:
+    """The detour: from the failed insert's publish to its re-insert, once its column came."""
+    world = _world()
+    world.repeater.receive(_message(published=ETL, contexts_x_1="v"))
+    world.repeater.step()
+    world.clock.advance(42)
+    world.table.add_fields([NEW])
+    world.repeater.step()
+    samples = _latency_samples(world.metrics.wait)
+    expected = {"count": 1, "sum": 42.0}
+    assert expected == {"count": samples["count"], "sum": samples["sum"]}

@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
+from plowline_core.event.latency import LATENCY_BUCKETS_S
 from plowline_core.ports import InsertReason
 from prometheus_client import Counter, Gauge, Histogram
 
 from plowline_loader.pipeline import BatchOutcome
 
-_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 _DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -80,12 +80,12 @@ class LoaderMetrics:
             collector_latency=registry.batch_histogram(
                 "loader_collector_to_insert_seconds",
                 "collector_tstamp to insert",
-                buckets=_LATENCY_BUCKETS,
+                buckets=LATENCY_BUCKETS_S,
             ),
             publish_latency=registry.batch_histogram(
                 "loader_publish_to_insert_seconds",
                 "Pub/Sub publish to insert",
-                buckets=_LATENCY_BUCKETS,
+                buckets=LATENCY_BUCKETS_S,
             ),
             ready=registry.gauge("loader_ready", "1 when the loader is ready"),
             batches_committed=registry.counter(

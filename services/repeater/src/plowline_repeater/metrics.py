@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plowline_cloud.metrics import MetricsRegistry
+from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
+from plowline_core.event.latency import LATENCY_BUCKETS_S
 from prometheus_client import Counter, Gauge
 
 
@@ -17,6 +18,8 @@ class RepeaterMetrics:
     dead_ended: Counter
     objects_written: Counter
     failures: Counter
+    collector_latency: BatchHistogram
+    wait: BatchHistogram
 
     @classmethod
     def create(cls, registry: MetricsRegistry) -> RepeaterMetrics:
@@ -32,5 +35,15 @@ class RepeaterMetrics:
             ),
             failures=registry.counter(
                 "repeater_dependency_failures", "Inserts or writes that failed (retried)", ["what"]
+            ),
+            collector_latency=registry.batch_histogram(
+                "repeater_collector_to_insert_seconds",
+                "collector_tstamp to re-insert, for the rows the repeater put in the table",
+                buckets=LATENCY_BUCKETS_S,
+            ),
+            wait=registry.batch_histogram(
+                "repeater_publish_to_insert_seconds",
+                "Failed insert published (by the loader) to re-insert: the repeater's detour",
+                buckets=LATENCY_BUCKETS_S,
             ),
         )

@@ -20,6 +20,7 @@ import structlog
 from plowline_core.badrows import Processor, RecoveryErrorRow
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import PlowlineError
+from plowline_core.event.latency import collector_latency_s
 from plowline_core.messages import FailedInsert, MessageError, decode_failed_insert
 from plowline_core.ports import (
     BlobStore,
@@ -180,11 +181,17 @@ class Repeater:
         now = self._clock.now()
         refused = {id(failure.row): failure for failure in failures}
         settled: list[_Waiting] = []
-        for key, (_, item) in rows.items():
+        latencies: list[float] = []
+        waits: list[float] = []
+        for key, (row, item) in rows.items():
             failure = refused.get(key)
             if failure is None:
                 item.message.ack()
                 self._metrics.reinserted.inc()
+                latency = collector_latency_s(row.data, now)
+                if latency is not None:
+                    latencies.append(latency)
+                waits.append((now - item.message.publish_time).total_seconds())
                 _log.debug("re-inserted", event_id=item.failed.event_id)
                 settled.append(item)
                 continue
@@ -193,6 +200,8 @@ class Repeater:
             if isinstance(decision, DeadEnd):
                 self._bury_insert(item, decision)
                 settled.append(item)
+        self._metrics.collector_latency.observe_many(latencies)
+        self._metrics.wait.observe_many(waits)
         return settled
 
     def _bury_insert(self, item: _Waiting, decision: DeadEnd) -> None:
