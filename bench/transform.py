@@ -20,7 +20,12 @@ timed too); (d') is the same command writing over the files of its previous run:
 (``auto_da_alloc``) a file truncated and rewritten is flushed when closed, a cost of the
 file system that (d') shows apart.
 
-Run: ``uv run python bench/transform.py [--lines 20000] [--repeat 5] [--profile] [--cli]``
+With ``--compare-modes``, also (f) the full transform in the other column mode (``major``:
+Loader 2.x's columns, or ``full``), timed interleaved with the rest, and (g) the ratio
+major/full (goal >= 0.9: 2.x's columns cost at most a tenth more).
+
+Run: ``uv run python bench/transform.py [--lines 20000] [--repeat 5] [--profile] [--cli]
+[--compare-modes]``
 """
 
 from __future__ import annotations
@@ -384,6 +389,12 @@ def main() -> None:
     parser.add_argument(
         "--by-outcome", action="store_true", help="also print (a)'s cost per line of each outcome"
     )
+    parser.add_argument(
+        "--compare-modes",
+        action="store_true",
+        help="also time (a) in the other column mode, interleaved, and print the ratio "
+        "major/full (2.x's columns; goal >= 0.9)",
+    )
     args = parser.parse_args()
 
     if hasattr(os, "sched_setaffinity"):
@@ -408,6 +419,13 @@ def main() -> None:
         "parse": (lambda: run_parse(lines), len(lines)),
         "build": (lambda: run_build(builder, events, processor), len(events)),
     }
+    if args.compare_modes:
+        other = "major" if args.column_mode == "full" else "full"
+        other_builder = RowBuilder(build_resolver(args.iglu_central), ColumnMode(other))
+        works["other-mode"] = (
+            lambda: run_transform(other_builder, processor, lines),
+            len(lines),
+        )
     if args.cli:
         works["cli"] = (cli_workload(lines, args.iglu_central, args.column_mode), len(lines))
         works["cli-overwrite"] = (
@@ -438,6 +456,12 @@ def main() -> None:
         overwrite = rates["cli-overwrite"]
         print(
             f"  (d') the same, over its last files {overwrite:>8,.0f} events/s (ratio {overwrite / full:.2f})"
+        )
+    if args.compare_modes:
+        rate = {args.column_mode: full, other: rates["other-mode"]}
+        print(f"  (f) (a) in column mode {other:<5}     {rates['other-mode']:>10,.0f} events/s")
+        print(
+            f"  (g) ratio major/full             {rate['major'] / rate['full']:>10.2f} (goal >= 0.9)"
         )
     if args.by_outcome:
         print_outcome_costs(builder, processor, lines, args.repeat)
