@@ -1,17 +1,21 @@
 """A 2.x config end to end: every event a row or a failed event, the table as 2.x's rules give.
 
 Loader, mutator and repeater run as processes from one 2.x config of our own
-(``tests/data/v2config/e2e.hocon``: ``skipSchemas``, ``legacyColumns``) with an embedded
+(``tests/data/v2config/e2e.hocon``: ``skipSchemas``, ``legacyColumns``; then
+``e2e_legacy.hocon``: the same with ``legacyColumnMode = true``) with an embedded
 registry of our own schemas beside it: ``com.acme/cart_item`` 1-0-0, 1-0-1 (adds
 ``unitPrice``), 1-1-0 (adds ``giftNote``) and 1-0-2 (``quantity`` integer → string: it cannot
 merge), ``com.acme/old_note`` (legacy) and ``com.acme/ignored_thing`` (skipped), sent as
 unstruct events and contexts, with malformed lines among them.
 
-``EXPECTED`` is the entity columns written out from the rules as the README states them
+``EXPECTED_MAJOR`` is the entity columns written out from the rules as the README states them
 (one column per model, minor versions merged in SchemaVer order, a field a later version adds
 appended NULLABLE; a version that retypes a field gets
 ``<column>_recovered_<M>_<R>_<A>_<hash>``; ``_schema_version`` first in each context item;
 a legacy column named and typed as 1.x, fields sorted by name; nothing for a skipped schema).
+``EXPECTED_LEGACY`` is the same events under ``legacyColumnMode = true``: every schema in a
+1.x column of its own full version, fields sorted by name, no ``_schema_version``, no
+recovery column (1-0-2 is simply a column of its own).
 """
 
 from __future__ import annotations
@@ -42,9 +46,6 @@ from plowline_devstack.stack_config import load_stack
 from plowline_devstack.traffic import Traffic, assemble, contexts_text, unstruct_text
 
 V2CONFIG = Path(__file__).resolve().parents[2] / "data" / "v2config"
-TABLE = "v2_e2e"  # e2e.hocon's output.good.table
-BAD_TOPIC = "v2-e2e-bad"  # e2e.hocon's output.bad.topic
-BAD_CHECK = "v2-e2e-bad-check"  # the test's own subscription on it
 pytestmark = pytest.mark.timeout(900)  # services start (~1 min), then two waves of events
 HASH_1_0_2 = "45701e70"  # test_recovery_hash_is_the_readme_rule
 MAIN_U = "unstruct_event_com_acme_cart_item_1"
@@ -53,7 +54,7 @@ RECOVERED_U = f"{MAIN_U}_recovered_1_0_2_{HASH_1_0_2}"
 RECOVERED_C = f"{MAIN_C}_recovered_1_0_2_{HASH_1_0_2}"
 LEGACY_C = "contexts_com_acme_old_note_1_0_0"
 VERSION = ("_schema_version", "STRING", "REQUIRED", ())
-EXPECTED = {
+EXPECTED_MAJOR = {
     MAIN_U: (
         "RECORD",
         "NULLABLE",
@@ -101,7 +102,7 @@ EXPECTED = {
     ),
 }
 # Where each entity goes: (unstruct?, name, version) → column ("" : nowhere).
-ROUTES = {
+ROUTES_MAJOR = {
     (True, "cart_item", "1-0-0"): MAIN_U,
     (True, "cart_item", "1-0-1"): MAIN_U,
     (True, "cart_item", "1-1-0"): MAIN_U,
@@ -113,6 +114,59 @@ ROUTES = {
     (False, "cart_item", "1-0-2"): RECOVERED_C,
     (False, "old_note", "1-0-0"): LEGACY_C,
     (False, "ignored_thing", "1-0-0"): "",
+}
+_QUANTITY = ("quantity", "INTEGER", "REQUIRED", ())
+_SKU = ("sku", "STRING", "REQUIRED", ())
+_PRICE = ("unit_price", "FLOAT", "NULLABLE", ())
+_LEGACY_FIELDS = {  # 1.x's fields of each version, sorted by name
+    "1-0-0": (_QUANTITY, _SKU),
+    "1-0-1": (_QUANTITY, _SKU, _PRICE),
+    "1-0-2": (("quantity", "STRING", "REQUIRED", ()), _SKU, _PRICE),
+    "1-1-0": (("gift_note", "STRING", "NULLABLE", ()), _QUANTITY, _SKU, _PRICE),
+}
+# legacyColumnMode = true: every schema in 1.x's columns, one per full version present.
+EXPECTED_LEGACY = {
+    **{
+        f"unstruct_event_com_acme_cart_item_{v.replace('-', '_')}": ("RECORD", "NULLABLE", f)
+        for v, f in _LEGACY_FIELDS.items()
+    },
+    **{
+        f"contexts_com_acme_cart_item_{v.replace('-', '_')}": ("RECORD", "REPEATED", f)
+        for v, f in _LEGACY_FIELDS.items()
+    },
+    LEGACY_C: EXPECTED_MAJOR[LEGACY_C],
+}
+ROUTES_LEGACY = {
+    (unstruct, name, version): column
+    and f"{'unstruct_event' if unstruct else 'contexts'}_com_acme_{name}_{version.replace('-', '_')}"
+    for (unstruct, name, version), column in ROUTES_MAJOR.items()
+}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One 2.x column mode under test: its config file, table, bad topic and expectations."""
+
+    config: str
+    subscription: str
+    table: str
+    bad_topic: str
+    expected: Mapping[str, Any]
+    routes: Mapping[tuple[bool, str, str], str]
+
+
+MODES = {
+    "major": Mode(
+        "e2e.hocon", "v2-e2e-enriched", "v2_e2e", "v2-e2e-bad", EXPECTED_MAJOR, ROUTES_MAJOR
+    ),
+    "legacy": Mode(
+        "e2e_legacy.hocon",
+        "v2-e2e-legacy-enriched",
+        "v2_e2e_legacy",
+        "v2-e2e-legacy-bad",
+        EXPECTED_LEGACY,
+        ROUTES_LEGACY,
+    ),
 }
 NAMES = {"unitPrice": "unit_price", "giftNote": "gift_note"}
 _TYPES = {"STRUCT": "RECORD", "INT64": "INTEGER", "FLOAT64": "FLOAT", "BOOL": "BOOLEAN"}
@@ -186,24 +240,24 @@ def _shape(schema: list[bigquery.SchemaField]) -> tuple[Any, ...]:
     )
 
 
-def _cell(column: str, version: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    subs = [sub[0] for sub in EXPECTED[column][2]]
+def _cell(mode: Mode, column: str, version: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    subs = [sub[0] for sub in mode.expected[column][2]]
     values = {NAMES.get(key, key): value for key, value in data.items()}
     if "_schema_version" in subs:
         values["_schema_version"] = version
     return {sub: values.get(sub) for sub in subs}
 
 
-def _expected_row(sent: Sent) -> dict[str, Any]:
+def _expected_row(mode: Mode, sent: Sent) -> dict[str, Any]:
     row: dict[str, Any] = {
-        column: [] if column.startswith("contexts") else None for column in EXPECTED
+        column: [] if column.startswith("contexts") else None for column in mode.expected
     }
     for unstruct, name, version, data in sent.entities:
-        column = ROUTES[(unstruct, name, version)]
+        column = mode.routes[(unstruct, name, version)]
         if column and unstruct:
-            row[column] = _cell(column, version, data)
+            row[column] = _cell(mode, column, version, data)
         elif column:
-            row[column].append(_cell(column, version, data))
+            row[column].append(_cell(mode, column, version, data))
     return row
 
 
@@ -230,6 +284,7 @@ def _answers(port: int) -> bool:
 class Outcome:
     """What the run left: rows by event id, failed events by event id, the table's schema."""
 
+    mode: Mode
     sent: list[Sent]
     rows: dict[str, list[dict[str, Any]]]
     failed: Counter[str]
@@ -240,11 +295,11 @@ class Outcome:
 class _Watch:
     """Reads the table's rows and pulls the bad topic's failed events, counting per event id."""
 
-    def __init__(self, stack: LocalStack, sent: list[Sent]) -> None:
+    def __init__(self, stack: LocalStack, sent: list[Sent], table: str, check: str) -> None:
         self._bigquery = bigquery_client(stack.endpoints)
         self._subscriber = subscriber_client(stack.endpoints)
-        self._table = f"{stack.project}.snowplow.{TABLE}"
-        self._check = f"projects/{stack.project}/subscriptions/{BAD_CHECK}"
+        self._table = f"{stack.project}.snowplow.{table}"
+        self._check = check
         self._ids = [s.event_id for s in sent]
         self.failed: Counter[str] = Counter()
 
@@ -277,19 +332,21 @@ class _Watch:
         self._subscriber.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=sorted(MODES))
 def outcome(
+    request: pytest.FixtureRequest,
     local_stack: LocalStack,
     start_module_service: Callable[..., Callable[..., Any]],
     eventually: Callable[..., Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Outcome]:
-    """Start loader, mutator and repeater from e2e.hocon, send the events, wait for all of them.
+    """Start loader, mutator and repeater from the mode's config, send the events, wait for all.
 
     The 1-0-0 events go first and land before the rest are sent, so the columns the mutator
     made for them must widen (1-0-1, 1-1-0) rather than be made whole at once.
     """
-    config = V2CONFIG / "e2e.hocon"
+    mode = MODES[request.param]
+    config = V2CONFIG / mode.config
     files = (
         "--config",
         str(config),
@@ -299,8 +356,8 @@ def outcome(
     provision_pubsub(load_stack(config)[0], local_stack.endpoints)
     provision_storage(load_stack(config)[0], local_stack.endpoints)
     subscriber = subscriber_client(local_stack.endpoints)
-    check = f"projects/{local_stack.project}/subscriptions/{BAD_CHECK}"
-    bad_topic = f"projects/{local_stack.project}/topics/{BAD_TOPIC}"
+    check = f"projects/{local_stack.project}/subscriptions/{mode.bad_topic}-check"
+    bad_topic = f"projects/{local_stack.project}/topics/{mode.bad_topic}"
     with contextlib.suppress(AlreadyExists):
         subscriber.create_subscription(request={"name": check, "topic": bad_topic})
     loader_port, repeater_port = free_port(), free_port()
@@ -324,7 +381,7 @@ def outcome(
     sent = _events()
     publisher = publisher_client(local_stack.endpoints)
     topic = f"projects/{local_stack.project}/topics/enriched"
-    watch = _Watch(local_stack, sent)
+    watch = _Watch(local_stack, sent, mode.table, check)
     first = [s for s in sent if s.good and {e[2] for e in s.entities} == {"1-0-0"}]
     for wave in (first, [s for s in sent if s not in first]):  # then the columns widen
         for future in [publisher.publish(topic, s.line.encode()) for s in wave]:
@@ -334,17 +391,17 @@ def outcome(
     time.sleep(10.0)  # room for a second copy of anything, before counting for good
     watch.pull()
     client = bigquery_client(local_stack.endpoints)
-    schema = list(client.get_table(f"{local_stack.project}.snowplow.{TABLE}").schema)
+    schema = list(client.get_table(f"{local_stack.project}.snowplow.{mode.table}").schema)
     logs = "\n\n".join(s.tail() for s in services)
-    yield Outcome(sent, watch.rows(), watch.failed, schema, logs)
+    yield Outcome(mode, sent, watch.rows(), watch.failed, schema, logs)
     for service in services:
         service.stop()
     watch.close()
     subscriber.delete_subscription(request={"subscription": check})
-    enriched = f"projects/{local_stack.project}/subscriptions/v2-e2e-enriched"
+    enriched = f"projects/{local_stack.project}/subscriptions/{mode.subscription}"
     subscriber.delete_subscription(request={"subscription": enriched})
     subscriber.close()
-    client.delete_table(f"{local_stack.project}.snowplow.{TABLE}", not_found_ok=True)
+    client.delete_table(f"{local_stack.project}.snowplow.{mode.table}", not_found_ok=True)
     client.close()  # type: ignore[no-untyped-call]
 
 
@@ -379,25 +436,27 @@ def test_every_event_is_one_row_or_one_failed_event(outcome: Outcome) -> None:
 
 
 def test_the_table_has_the_columns_the_2x_rules_give(outcome: Outcome) -> None:
-    """The table is 2.x's atomic columns, then exactly the entity columns of ``EXPECTED``."""
+    """The table is 2.x's atomic columns, then exactly the entity columns the mode's rules give."""
     shape = _shape(outcome.schema)
     atomic = {f.name for f in V2_ATOMIC_COLUMNS}
     entity = {name: rest for name, *rest in shape if name not in atomic}
     actual = {name: tuple(rest) for name, rest in entity.items()}
-    print("\n" + _side_by_side(EXPECTED, actual))
+    print("\n" + _side_by_side(outcome.mode.expected, actual))
     names = [name for name, *_ in shape]
-    assert (names[: len(atomic)], actual) == ([f.name for f in V2_ATOMIC_COLUMNS], EXPECTED)
+    expected = ([f.name for f in V2_ATOMIC_COLUMNS], outcome.mode.expected)
+    assert expected == (names[: len(atomic)], actual)
 
 
 def test_each_value_lands_in_its_2x_column(outcome: Outcome) -> None:
     """Merged versions in the main column, 1-0-2 in the recovery one, old_note legacy, no skipped."""
     good = [s for s in outcome.sent if s.good]
-    expected = {s.event_id: _expected_row(s) for s in good}
+    expected = {s.event_id: _expected_row(outcome.mode, s) for s in good}
     actual = {}
     for s in good:
         row = (outcome.rows.get(s.event_id) or [{}])[0]
-        empty: dict[str, Any] = {c: [] if c.startswith("contexts") else None for c in EXPECTED}
-        actual[s.event_id] = {c: row.get(c) or empty[c] for c in EXPECTED}
+        columns = outcome.mode.expected
+        empty: dict[str, Any] = {c: [] if c.startswith("contexts") else None for c in columns}
+        actual[s.event_id] = {c: row.get(c) or empty[c] for c in columns}
     assert expected == actual, outcome.logs
 
 

@@ -46,7 +46,7 @@ _log = structlog.get_logger(__name__)
 
 @dataclass(slots=True)
 class _Waiting:
-    message: ReceivedMessage
+    message: TimedMessage
     failed: FailedInsert
     until: datetime  # first seen (the message's publish time) + backoff
     last: Attempt | None = None
