@@ -4,7 +4,7 @@ Starts the local stack (``plowline_devstack.stack.start_stack``), runs the mutat
 listener in-process on the provisioned ``types-mutator`` subscription, publishes ``N`` new
 types one by one and, for each, polls ``tables.get`` until the column is there.
 
-    uv run python bench/mutator_latency.py [--types 100] [--poll 0.02]
+    uv run python bench/mutator_latency.py [--types 100] [--poll 0.02] [--column-mode major]
 
 Prints p50 / p90 / p99 / max in seconds (target: p50 <= 1 s, p99 <= 3 s).
 """
@@ -60,7 +60,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--types", type=int, default=100, help="new types published (100)")
     parser.add_argument("--poll", type=float, default=0.02, help="tables.get poll interval (s)")
+    parser.add_argument(
+        "--column-mode",
+        choices=[mode.value for mode in ColumnMode],
+        default=ColumnMode.FULL.value,
+        help="the mutator's column mode (major: Loader 2.x's columns; default full)",
+    )
     args = parser.parse_args()
+    mode = ColumnMode(args.column_mode)
     with tempfile.TemporaryDirectory() as tmp:
         stack = start_stack(Path(tmp), StackConfig(), persistent=False)
         try:
@@ -70,7 +77,7 @@ def main() -> None:
             ref = RepositoryRef("bench", 0, (), HttpConnection("http://127.0.0.1:1"))
             resolver = Resolver([(ref, registry)], FixedClock(datetime.now(UTC)))
             store = BigQueryTableSchemaStore(bq, stack.table_ref, 60.0, SystemClock())
-            mutator = Mutator(resolver, store, ColumnMode.FULL, threading.Lock())
+            mutator = Mutator(resolver, store, mode, threading.Lock())
             subscriber = PubSubSubscriber(
                 subscriber_client(endpoints.pubsub_target), stack.subscription_path("types-mutator")
             )
@@ -80,7 +87,7 @@ def main() -> None:
             )
             lags: list[float] = []
             for entity in types:
-                name = column_name(entity.schema, entity.shred_property)
+                name = column_name(entity.schema, entity.shred_property, mode)
                 started = time.perf_counter()
                 publisher.publish([encode_types([entity])])
                 while name not in {f.name for f in bq.get_table(stack.table_ref).schema}:
@@ -89,7 +96,10 @@ def main() -> None:
             subscriber.stop(10)
         finally:
             stack.stop()
-    print(f"mutator latency, {len(lags)} types published one by one (publish -> tables.get):")
+    print(
+        f"mutator latency, column mode {mode.value}, {len(lags)} types published one by one "
+        "(publish -> tables.get):"
+    )
     print(
         f"  p50 {statistics.median(lags):.3f} s   p90 {_percentile(lags, 0.9):.3f} s   "
         f"p99 {_percentile(lags, 0.99):.3f} s   max {max(lags):.3f} s   mean {statistics.fmean(lags):.3f} s"
