@@ -177,6 +177,8 @@ class BatchWriter:
             held = sum(len(report.held_acks) for report in reports)
             held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
             self._readiness.holding(held_schemas, held)
+            if self._metrics is not None:
+                self._metrics.holding(held_schemas, held)
             if not errors:
                 self._readiness.recovered()
                 self._settled(progress=True)
