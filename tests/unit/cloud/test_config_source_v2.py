@@ -33,6 +33,8 @@ HONOURED = {
     "batching.maxDelay",
     "batching.writeBatchConcurrency",
     "retries.tooManyColumns.delay",
+    "retries.setupErrors.delay",
+    "retries.transientErrors.delay",
     "skipSchemas",
     "legacyColumns",
     "legacyColumnMode",

@@ -176,7 +176,16 @@ def _ddl_field(name: str, kind: dict[str, Any], nullable: bool) -> Field:
             for s in kind["fields"]
         )
         return Field(name, FieldType.RECORD, mode, subs)
+    if kind["type"] == "Decimal":
+        precision, scale = _digits(kind), int(kind["scale"])
+        kind_type = FieldType.BIGNUMERIC if scale > 9 else FieldType.NUMERIC
+        return Field(name, kind_type, mode, precision=precision, scale=scale)
     return Field(name, _DDL[kind["type"]], mode)
+
+
+def _digits(kind: dict[str, Any]) -> int:
+    """Return a schema-ddl precision (``Digits9``) as its number of digits."""
+    return int(str(kind["precision"]).removeprefix("Digits"))
 
 
 def _typed_row(case: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
@@ -324,7 +333,13 @@ _BQ = {"INT64": "INTEGER", "FLOAT64": "FLOAT", "BOOL": "BOOLEAN", "STRUCT": "REC
 def _suggestion_verdict(case: dict[str, Any]) -> bool:
     field = field_from_schema_v2("x", case["input"]["schema"], False)
     wanted = case["expected"]["bq_type_derived"]
-    return field is not None and field.type.value == _BQ.get(wanted, wanted)
+    kind = case["expected"]["type"]
+    decimal = (_digits(kind), kind["scale"]) if kind["type"] == "Decimal" else (None, None)
+    return (
+        field is not None
+        and field.type.value == _BQ.get(wanted, wanted)
+        and (field.precision, field.scale) == decimal
+    )
 
 
 def test_ddl_types_suggestions() -> None:
@@ -333,3 +348,23 @@ def test_ddl_types_suggestions() -> None:
     verdicts = {case["id"]: _suggestion_verdict(case) for case in data["suggestions"]}
     print(f"\nddl_types.json: {sum(verdicts.values())}/{len(verdicts)} suggestions matched")
     assert [k for k, v in verdicts.items() if not v] == []
+
+
+def _decimal_verdict(case: dict[str, Any], valid: bool) -> bool:
+    kind = case["fieldType"]
+    field = _ddl_field("x", kind, False)
+    value = json.loads(case["input"]["json_number_text"])
+    outcome = cast(field, value, ColumnMode.MAJOR)
+    expected_text = f"Decimal(Digits{_digits(kind)},{kind['scale']})"
+    if valid:
+        return outcome.errors == () and outcome.value == value
+    return [getattr(e, "expected", None) for e in outcome.errors] == [expected_text]
+
+
+def test_ddl_caster_decimals() -> None:
+    """Every decimal of ddl_caster.json fits its Decimal(precision, scale), or fails it, as in 2.x."""
+    data = json.loads((_folder() / "ddl_caster.json").read_text())
+    verdicts = [_decimal_verdict(case, True) for case in data["decimal_valid"]]
+    verdicts += [_decimal_verdict(case, False) for case in data["decimal_invalid"]]
+    print(f"\nddl_caster.json: {sum(verdicts)}/{len(verdicts)} decimal cases matched")
+    assert all(verdicts)

@@ -55,7 +55,7 @@ def test_field_from_schema_v1_reads_odd_schemas_as_string(schema: Any, expected:
         ),
         pytest.param(
             {"type": "integer", "minimum": 0, "maximum": 10**30},
-            Field("x", FieldType.NUMERIC),
+            Field("x", FieldType.NUMERIC, precision=38, scale=0),
             id="huge-integer",
         ),
         pytest.param(
@@ -65,18 +65,33 @@ def test_field_from_schema_v1_reads_odd_schemas_as_string(schema: Any, expected:
         ),
         pytest.param(
             {"type": "number", "minimum": -1, "maximum": 1, "multipleOf": 0.000000001},
-            Field("x", FieldType.NUMERIC),
+            Field("x", FieldType.NUMERIC, precision=18, scale=9),
             id="scale-9-numeric",
         ),
         pytest.param(
             {"type": "number", "minimum": -1, "maximum": 1, "multipleOf": 0.0000000001},
-            Field("x", FieldType.BIGNUMERIC),
+            Field("x", FieldType.BIGNUMERIC, precision=18, scale=10),
             id="scale-10-bignumeric",
         ),
         pytest.param(
             {"enum": [0.5, 0.0000000001]},
-            Field("x", FieldType.BIGNUMERIC),
+            Field("x", FieldType.BIGNUMERIC, precision=18, scale=10),
             id="enum-scale-10-bignumeric",
+        ),
+        pytest.param(
+            {"type": "number", "minimum": 0, "maximum": 900, "multipleOf": 0.05},
+            Field("x", FieldType.NUMERIC, precision=9, scale=2),
+            id="price-digits9-scale2",
+        ),
+        pytest.param(
+            {"type": "number", "minimum": -(10**12), "maximum": 0, "multipleOf": 0.001},
+            Field("x", FieldType.NUMERIC, precision=18, scale=3),
+            id="wide-digits18-scale3",
+        ),
+        pytest.param(
+            {"enum": [1.5, None, 20]},
+            Field("x", FieldType.NUMERIC, precision=9, scale=1),
+            id="decimal-enum-digits9-scale1",
         ),
     ],
 )

@@ -182,6 +182,24 @@ def test_legacy_schema_gets_its_1x_column_per_full_version() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("uri", "data", "expected"),
+    [
+        pytest.param("iglu:com.acme/basket/jsonschema/1-1-0", {"qty": "x"}, "Long", id="integer"),
+        pytest.param("iglu:com.acme/basket/jsonschema/1-0-1", {"id": "x"}, "Double", id="number"),
+        pytest.param("iglu:com.acme/basket/jsonschema/1-0-0", {"id": None}, "String", id="string"),
+    ],
+)
+def test_a_legacy_wrong_type_names_the_2x_type(uri: str, data: Any, expected: str) -> None:
+    """2.x casts a legacy column through its v2 type: WrongType reads Long, Double, String."""
+    builder = _builder(legacy_mode=True)
+
+    result = builder.build(_event((uri, data)))
+
+    assert isinstance(result, IgluErrorRow)
+    assert [expected] == [f["expected"] for f in result.failures]
+
+
 def test_legacy_contexts_have_no_schema_version() -> None:
     """Legacy contexts items are the entity's values alone."""
     builder = _builder(legacy_mode=True)

@@ -162,9 +162,8 @@ def test_an_honoured_key_is_read(path: str, value: Any, attribute: str, expected
         ),
         pytest.param("output.bad.batchSize", 10, "--max-bad-row-bytes", id="bad-batch"),
         pytest.param("cpuParallelism.transformFactor", 0.5, "one task per", id="cpu"),
-        pytest.param("retries.setupErrors.delay", "1 second", "--backoff-max", id="setup"),
         pytest.param(
-            "retries.transientErrors.attempts", 3, "--backoff-max", id="transient-attempts"
+            "retries.transientErrors.attempts", 3, "never given up", id="transient-attempts"
         ),
         pytest.param("retries.alterTableWait.delay", "1 second", "--schema-refresh", id="alter"),
         pytest.param("http.client.maxConnectionsPerServer", 4, "connection pools", id="http"),
@@ -172,9 +171,6 @@ def test_an_honoured_key_is_read(path: str, value: Any, attribute: str, expected
         pytest.param("monitoring.metrics.prometheus.tags.a", "b", "no extra tags", id="prom"),
         pytest.param("monitoring.sentry.dsn", "https://k@s/1", "not sent to Sentry", id="sentry"),
         pytest.param("monitoring.webhook.retries", 3, "endpoint, tags and heartbeat", id="webhook"),
-        pytest.param(
-            "monitoring.healthProbe.unhealthyLatency", "1 minute", "--stall-timeout", id="latency"
-        ),
         pytest.param("telemetry.disable", False, "sends no telemetry", id="telemetry"),
         pytest.param("streams.emulator", "localhost:1", "PUBSUB_EMULATOR_HOST", id="emulator"),
         pytest.param("somethingNew", 1, "not a 2.x key plowline knows", id="unknown-key"),
@@ -380,3 +376,39 @@ def _leaves(node: Any, prefix: str = "") -> list[str]:
             for leaf in _leaves(child, f"{prefix}.{key}" if prefix else key)
         ]
     return [prefix]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "attribute", "expected"),
+    [
+        pytest.param("retries.setupErrors.delay", "10 seconds", "setup_delay_s", 10.0, id="setup"),
+        pytest.param(
+            "retries.transientErrors.delay", "200 millis", "transient_delay_s", 0.2, id="transient"
+        ),
+        pytest.param(
+            "monitoring.healthProbe.unhealthyLatency",
+            "2 minutes",
+            "unhealthy_latency_s",
+            120.0,
+            id="unhealthy-latency",
+        ),
+    ],
+)
+def test_retry_delays_and_unhealthy_latency_are_honoured(
+    path: str, value: Any, attribute: str, expected: float
+) -> None:
+    """The retry delays and the unhealthy latency are read, and named in no warning."""
+    config = parse_v2(_with(path, value))
+
+    assert (expected, False) == (
+        getattr(config, attribute),
+        any(path in entry for entry in config.ignored),
+    )
+
+
+def test_retry_delays_and_unhealthy_latency_default_as_in_2x() -> None:
+    """Unset, they are 2.x's defaults: 30 s, 1 s and 5 minutes."""
+    config = parse_v2(MINIMAL)
+
+    expected = (30.0, 1.0, 300.0)
+    assert expected == (config.setup_delay_s, config.transient_delay_s, config.unhealthy_latency_s)

@@ -23,6 +23,13 @@ SHOWS = {
     "re-inserts": "plowline_repeater_reinserted_total",
     "dead-ends": "plowline_repeater_dead_ended_total",
     "publish to row latency": "plowline_loader_publish_to_insert_seconds_bucket",
+    "end-to-end latency (collector_tstamp to row)": (
+        "plowline_loader_collector_to_insert_seconds_bucket"
+    ),
+    "end-to-end latency of re-inserted rows": (
+        "plowline_repeater_collector_to_insert_seconds_bucket"
+    ),
+    "the repeater's detour": "plowline_repeater_publish_to_insert_seconds_bucket",
     "pubsub backlog": "plowline_deadletter_oldest_message_age_seconds",
     "mutator lag": "plowline_mutator_mutation_seconds_bucket",
     "readiness": "plowline_repeater_ready",

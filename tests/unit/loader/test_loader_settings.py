@@ -9,7 +9,7 @@ from plowline_core.errors import ConfigError
 from plowline_core.webhook import WebhookSettings
 from plowline_loader.bootstrap import worker_config
 from plowline_loader.settings import load_settings
-from plowline_loader.streaming import backoff_delay
+from plowline_loader.streaming import StreamSettings, backoff_delay
 
 BASE = {"config": "c.json", "resolver": "r.json"}
 
@@ -145,3 +145,32 @@ def test_a_bad_webhook_setting_is_a_config_error_naming_the_flag(
         load_settings({**BASE, **values})
     expected = True
     assert expected == (flag in str(caught.value))
+
+
+TABLE_MISSING = "PermanentError: 404 Not found: Table acme:snowplow.events"
+THROTTLED = "TransientError: 503 backendError"
+
+
+@pytest.mark.parametrize(
+    ("error", "attempt", "expected"),
+    [
+        pytest.param(TABLE_MISSING, 1, 10.0, id="setup-error-first-wait"),
+        pytest.param(TABLE_MISSING, 3, 40.0, id="setup-error-doubles-past-backoff-max"),
+        pytest.param(TABLE_MISSING, 9, 40.0, id="setup-error-capped"),
+        pytest.param("PermissionDenied: 403 Access Denied: Table", 1, 10.0, id="no-access"),
+        pytest.param(THROTTLED, 1, 2.0, id="transient-first-wait"),
+        pytest.param(THROTTLED, 9, 40.0, id="transient-capped"),
+    ],
+)
+def test_a_setup_error_waits_from_its_own_delay(error: str, attempt: int, expected: float) -> None:
+    """2.x's retries: a setup error backs off from setupErrors.delay, others from transientErrors."""
+    settings = StreamSettings("cp", backoff_initial_s=2.0, backoff_max_s=40.0, setup_backoff_s=10.0)
+
+    assert expected == settings.retry_delay(attempt, error)
+
+
+def test_without_a_setup_delay_every_error_waits_alike() -> None:
+    """A 1.x config (no setupErrors.delay): a setup error backs off like any other."""
+    settings = StreamSettings("cp", backoff_initial_s=0.5, backoff_max_s=30.0)
+
+    assert backoff_delay(1, 0.5, 30.0) == settings.retry_delay(1, TABLE_MISSING)

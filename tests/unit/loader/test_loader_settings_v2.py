@@ -148,3 +148,21 @@ def test_2x_column_keys_reach_the_core_options() -> None:
         len(options.skip_schemas),
         options.legacy_column_mode,
     )
+
+
+def test_a_2x_configs_retries_and_unhealthy_latency_reach_the_loader() -> None:
+    """retries.transientErrors.delay, retries.setupErrors.delay, unhealthyLatency (default 5 min)."""
+    settings = load_settings({"config": str(FULL), "resolver": "r.json"})
+
+    settings = settings.with_config(load_pipeline_config(FULL))
+
+    expected = (2.0, 10.0, 300.0)
+    assert expected == (settings.backoff_initial, settings.setup_backoff, settings.stall_timeout)
+
+
+def test_a_set_stall_timeout_wins_over_unhealthy_latency() -> None:
+    """--stall-timeout given: the 2.x config's unhealthyLatency does not replace it."""
+    settings = load_settings({"config": str(FULL), "resolver": "r.json", "stall_timeout": "900"})
+
+    expected = 900.0
+    assert expected == settings.with_config(load_pipeline_config(FULL)).stall_timeout

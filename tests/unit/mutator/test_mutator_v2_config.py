@@ -36,3 +36,27 @@ def test_types_subscription_overrides_the_derived_one() -> None:
     table = load_table_config(str(MINIMAL), "projects/acme-pipes/subscriptions/mine")
 
     assert table.types_subscription == "projects/acme-pipes/subscriptions/mine"
+
+
+def test_a_2x_configs_webhook_receives_the_mutators_alerts() -> None:
+    """monitoring.webhook's endpoint and tags become the mutator's alert webhook."""
+    full = MINIMAL.with_name("full.hocon")
+    settings = MutatorSettings(config=str(full)).with_config(load_pipeline_config(full))
+
+    webhook = settings.webhook()
+
+    assert webhook is not None
+    expected = ("https://hooks.acme.internal/loader", {"env": "staging"})
+    assert expected == (webhook.endpoint, dict(webhook.tags))
+
+
+def test_a_set_webhook_endpoint_is_kept() -> None:
+    """PLOWLINE_MUTATOR_WEBHOOK_ENDPOINT wins over the 2.x config's endpoint."""
+    full = MINIMAL.with_name("full.hocon")
+    settings = MutatorSettings(config=str(full), webhook_endpoint="http://127.0.0.1:9/")
+
+    webhook = settings.with_config(load_pipeline_config(full)).webhook()
+
+    assert webhook is not None
+    expected = "http://127.0.0.1:9/"
+    assert expected == webhook.endpoint

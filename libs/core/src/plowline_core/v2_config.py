@@ -66,6 +66,8 @@ _HONOURED = frozenset(
         "batching.maxDelay",
         "batching.writeBatchConcurrency",
         "retries.tooManyColumns.delay",
+        "retries.setupErrors.delay",
+        "retries.transientErrors.delay",
         "skipSchemas",
         "legacyColumns",
         "legacyColumnMode",
@@ -73,6 +75,7 @@ _HONOURED = frozenset(
         "decompression.maxBytesInBatch",
         "decompression.maxBytesSinglePayload",
         "monitoring.healthProbe.port",
+        "monitoring.healthProbe.unhealthyLatency",
         "monitoring.webhook.endpoint",
         "monitoring.webhook.heartbeat",
     }
@@ -87,7 +90,10 @@ _REASONS: dict[str, str] = {
     "set GOOGLE_APPLICATION_CREDENTIALS",
     "output.bad": "bad rows are published in whole batches, each at most --max-bad-row-bytes",
     "cpuParallelism": "Spark runs one task per partition: batching.writeBatchConcurrency",
-    "retries.setupErrors": "setup errors are retried with --backoff-max",
+    "retries.setupErrors": "setup errors are retried until they are fixed",
+    "retries.transientErrors.attempts": "a batch held back by a transient error is retried "
+    "until it goes through, never given up after a number of attempts: the loader stays up "
+    "and unready, and /healthz fails after monitoring.healthProbe.unhealthyLatency",
     "retries.transientErrors": "transient errors are retried with --backoff-max",
     "retries.alterTableWait": "the loader re-reads the table schema every --schema-refresh s",
     "http": "plowline's HTTP clients keep their own connection pools",
@@ -95,7 +101,6 @@ _REASONS: dict[str, str] = {
     "monitoring.metrics.prometheus": "metrics on /metrics carry no extra tags",
     "monitoring.sentry": "errors are logged, not sent to Sentry",
     "monitoring.webhook": "the webhook takes endpoint, tags and heartbeat",
-    "monitoring.healthProbe.unhealthyLatency": "liveness uses --stall-timeout",
     "telemetry": "plowline sends no telemetry",
     "streams": "emulators are set by PUBSUB_EMULATOR_HOST and friends",
 }
@@ -128,6 +133,9 @@ class V2Config:
         max_bytes: ``batching.maxBytes``; ``max_delay_s``: ``batching.maxDelay``.
         write_batch_concurrency: ``batching.writeBatchConcurrency``.
         too_many_columns_delay_s: ``retries.tooManyColumns.delay``.
+        setup_delay_s, transient_delay_s: ``retries.setupErrors.delay`` and
+            ``retries.transientErrors.delay`` (the first waits of their backoffs).
+        unhealthy_latency_s: ``monitoring.healthProbe.unhealthyLatency``.
         skip_schemas, legacy_columns, legacy_column_mode, exit_on_missing_iglu_schema:
             the 2.x keys of the same names.
         max_bytes_in_batch, max_bytes_single_payload: ``decompression.*``.
@@ -155,6 +163,9 @@ class V2Config:
     webhook_endpoint: str | None = None
     webhook_tags: tuple[tuple[str, str], ...] = ()
     webhook_heartbeat_s: float = 300.0
+    setup_delay_s: float = 30.0
+    transient_delay_s: float = 1.0
+    unhealthy_latency_s: float = 300.0
     ignored: tuple[str, ...] = ()
 
     @property
@@ -197,6 +208,9 @@ def parse_v2(document: Mapping[str, Any]) -> V2Config:
         max_delay_s=duration_s(_get(tree, "batching.maxDelay"), "batching.maxDelay"),
         write_batch_concurrency=_positive_int(tree, "batching.writeBatchConcurrency"),
         too_many_columns_delay_s=_delay(tree, "retries.tooManyColumns.delay"),
+        setup_delay_s=_delay(tree, "retries.setupErrors.delay"),
+        transient_delay_s=_delay(tree, "retries.transientErrors.delay"),
+        unhealthy_latency_s=_delay(tree, "monitoring.healthProbe.unhealthyLatency"),
         skip_schemas=_criteria(tree, "skipSchemas"),
         legacy_columns=_criteria(tree, "legacyColumns"),
         legacy_column_mode=_flag(tree, "legacyColumnMode"),

@@ -12,8 +12,13 @@ Notes:
     ``loader_unsettled_acks_total`` (ack ids whose ack or nack kept failing after the writes),
     ``loader_batch_duration_seconds``, ``loader_collector_to_insert_seconds``,
     ``loader_publish_to_insert_seconds``, ``loader_ready``, ``loader_batches_committed_total``,
-    ``loader_last_commit_timestamp_seconds`` (checkpoint progress); ``run`` adds the
-    liveness gauges ``loader_work_held`` and ``loader_stalled_seconds``.
+    ``loader_last_commit_timestamp_seconds`` (checkpoint progress),
+    ``loader_held_events`` and ``loader_missing_schema{schema}`` (the last batch's events
+    held for schemas no registry has: exitOnMissingIgluSchema, ``schema_hold``); ``run``
+    adds the liveness gauges ``loader_work_held`` and ``loader_stalled_seconds``.
+    ``loader_missing_schema`` names at most ``MISSING_SCHEMA_LABELS`` schemas (a bounded
+    label: the rest count in ``schema="other"``; ``/readyz`` lists them all), each at 1
+    while it holds events, and its series is removed once it no longer does.
     ``loader_failed_inserts_total`` has every ``reason`` of ``InsertReason`` from the start,
     at 0: a series that appeared only with its first failures would hide them from
     ``rate`` (the dashboard's "Failed inserts", the first batch after a start).
@@ -32,6 +37,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from plowline_loader.pipeline import BatchOutcome
 
 _DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+MISSING_SCHEMA_LABELS = 20
+"""At most this many schemas get their own ``loader_missing_schema`` series."""
+_OTHER = "other"
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class LoaderMetrics:
     ready: Gauge
     batches_committed: Counter
     last_commit: Gauge
+    held_events: Gauge
+    missing_schema: Gauge
 
     @classmethod
     def create(cls, registry: MetricsRegistry) -> LoaderMetrics:
@@ -95,6 +105,15 @@ class LoaderMetrics:
                 "loader_last_commit_timestamp_seconds",
                 "Unix time the last micro-batch went through",
             ),
+            held_events=registry.gauge(
+                "loader_held_events",
+                "Events the last batch held unacked for a missing Iglu schema",
+            ),
+            missing_schema=registry.gauge(
+                "loader_missing_schema",
+                "1 for each missing Iglu schema events are held for (at most 20, then other)",
+                ["schema"],
+            ),
         )
         for reason in InsertReason:
             metrics.failed.labels(reason=reason.value)
@@ -104,6 +123,23 @@ class LoaderMetrics:
         """Count one micro-batch gone through, now."""
         self.batches_committed.inc()
         self.last_commit.set_to_current_time()
+
+    def holding(self, schemas: frozenset[str], events: int) -> None:
+        """Show the events the last batch held and the missing schemas they wait for."""
+        self.held_events.set(events)
+        named = sorted(schemas)
+        shown = set(named[:MISSING_SCHEMA_LABELS])
+        if len(named) > MISSING_SCHEMA_LABELS:
+            shown.add(_OTHER)
+        exported = {
+            sample.labels["schema"]
+            for family in self.missing_schema.collect()
+            for sample in family.samples
+        }
+        for schema in exported - shown:
+            self.missing_schema.remove(schema)
+        for schema in shown:
+            self.missing_schema.labels(schema=schema).set(1)
 
     def record(self, outcome: BatchOutcome, transient_failures: int = 0) -> None:
         """Add one batch's merged outcome."""

@@ -325,7 +325,9 @@ def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> Str
         ack_deadline_s=settings.ack_deadline,
         lease_interval_s=settings.lease_interval,
         trigger_interval_s=trigger_interval_s,
+        backoff_initial_s=settings.backoff_initial,
         backoff_max_s=settings.backoff_max,
+        setup_backoff_s=settings.setup_backoff,
     )
 
 

@@ -77,8 +77,10 @@ class LoaderSettings(BaseSettings):
     webhook_endpoint: str | None = None  # 2.x's monitoring.webhook.endpoint
     webhook_heartbeat: PositiveFloat = DEFAULT_HEARTBEAT_S  # 2.x's monitoring.webhook.heartbeat
     webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
+    backoff_initial: PositiveFloat = 0.5  # 2.x's retries.transientErrors.delay
     backoff_max: PositiveFloat = 30.0
-    stall_timeout: PositiveFloat = 600.0
+    setup_backoff: PositiveFloat | None = None  # 2.x's retries.setupErrors.delay
+    stall_timeout: PositiveFloat = 600.0  # 2.x's monitoring.healthProbe.unhealthyLatency
     spark_ui: bool = False
     class_archive: str | None = None  # the driver JVM's class archive (``class_archive.py``)
     log_level: str = "INFO"
@@ -120,8 +122,11 @@ class LoaderSettings(BaseSettings):
 
         ``batching.maxDelay`` is the trigger interval, ``batching.maxBytes`` the bytes per
         partition, ``batching.writeBatchConcurrency`` the partitions,
-        ``monitoring.healthProbe.port`` the port, ``monitoring.webhook`` the webhook; the
-        column mode is ``major``.
+        ``monitoring.healthProbe.port`` the port, ``monitoring.webhook`` the webhook,
+        ``retries.transientErrors.delay`` and ``retries.setupErrors.delay`` the first waits
+        of the batch retries (``StreamSettings.retry_delay``),
+        ``monitoring.healthProbe.unhealthyLatency`` the stall timeout; the column mode is
+        ``major``.
         """
         v2 = pipeline.v2
         if v2 is None:
@@ -133,6 +138,9 @@ class LoaderSettings(BaseSettings):
             "max_bytes": v2.max_bytes,
             "partitions": v2.write_batch_concurrency,
             "too_many_columns_delay": v2.too_many_columns_delay_s,
+            "backoff_initial": v2.transient_delay_s,
+            "setup_backoff": v2.setup_delay_s,
+            "stall_timeout": v2.unhealthy_latency_s,
             "max_bytes_single_payload": v2.max_bytes_single_payload,
             "max_bytes_in_batch": v2.max_bytes_in_batch,
             "exit_on_missing_iglu_schema": v2.exit_on_missing_iglu_schema,

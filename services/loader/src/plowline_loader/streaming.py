@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
+from plowline_core.webhook import SetupProblem, setup_problem
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # no type hints
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession, functions
@@ -63,6 +64,9 @@ _log = structlog.get_logger("plowline.loader")
 MAX_JOB_FAILURES = 3
 """Failed Spark jobs in a row a batch survives (a lost executor); one more fails the query."""
 
+#: 2.x's setup errors (BigQuery's notFound, accessDenied): retried with ``retries.setupErrors``.
+_SETUP_ERRORS = (SetupProblem.TABLE_MISSING, SetupProblem.NO_ACCESS)
+
 PROCESSING_FORMAT = "plowline-load"
 """The source format that pulls and processes in the same task (see ``source.processing``)."""
 
@@ -81,6 +85,21 @@ class StreamSettings:
     trigger_interval_s: float = 0.0
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
+    setup_backoff_s: float | None = None  # a setup error's first wait (None: as any error)
+
+    def retry_delay(self, attempt: int, error: str) -> float:
+        """Return the wait before retry ``attempt`` of a batch held back by ``error``.
+
+        Notes:
+            2.x's ``retries``: a setup error (the table missing, no access:
+            ``plowline_core.webhook.setup_problem``) doubles from ``setup_backoff_s``,
+            any other from ``backoff_initial_s``; both capped at ``backoff_max_s`` (a
+            setup error's at least at its first wait). Neither is ever given up.
+        """
+        setup = self.setup_backoff_s
+        if setup is not None and setup_problem(error) in _SETUP_ERRORS:
+            return backoff_delay(attempt, setup, max(setup, self.backoff_max_s))
+        return backoff_delay(attempt, self.backoff_initial_s, self.backoff_max_s)
 
 
 def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
@@ -177,6 +196,8 @@ class BatchWriter:
             held = sum(len(report.held_acks) for report in reports)
             held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
             self._readiness.holding(held_schemas, held)
+            if self._metrics is not None:
+                self._metrics.holding(held_schemas, held)
             if not errors:
                 self._readiness.recovered()
                 self._settled(progress=True)
@@ -184,9 +205,7 @@ class BatchWriter:
                     self._metrics.committed()
                 return
             attempt += 1
-            delay = backoff_delay(
-                attempt, self._settings.backoff_initial_s, self._settings.backoff_max_s
-            )
+            delay = self._settings.retry_delay(attempt, errors[0])
             outages = [o for report in reports for o in report.registry_outages]
             self._readiness.degraded(errors[0], outages)
             _log.warning(

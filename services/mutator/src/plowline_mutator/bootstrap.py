@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import LoggedOutages, load_resolver
 from plowline_cloud.liveness import ProgressWatch
+from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
+from plowline_cloud.webhook import WebhookSender
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
@@ -51,6 +54,7 @@ class Runtime:
     mutator: Mutator
     metrics: MutatorMetrics
     watch: ProgressWatch
+    webhook: WebhookSender | None = None  # setup-error alerts (2.x's monitoring.webhook)
     _closers: list[Any] = field(default_factory=list)
 
     def subscriber(self) -> PubSubSubscriber:
@@ -72,10 +76,13 @@ class Runtime:
             self.metrics,
             retry_delay=self.settings.retry_delay,
             verbose=self.settings.verbose,
+            alerts=self.webhook,
         )
 
     def close(self) -> None:
-        """Close the clients this runtime opened."""
+        """Close the clients this runtime opened (and send the alerts still queued)."""
+        if self.webhook is not None:
+            self.webhook.stop()
         for closer in self._closers:
             closer.close()
         self.bigquery.close()  # type: ignore[no-untyped-call]  # untyped in the client
@@ -129,4 +136,28 @@ def build_runtime(settings: MutatorSettings) -> Runtime:
     rules = load_column_rules(settings.config)
     mutator = Mutator(resolver, store, settings.column_mode, threading.Lock(), rules=rules)
     watch = ProgressWatch(settings.stall_timeout, time.monotonic)
-    return Runtime(settings, table, client, resolver, store, mutator, MutatorMetrics(), watch)
+    metrics = MutatorMetrics()
+    webhook = start_webhook(settings, metrics.registry)
+    return Runtime(settings, table, client, resolver, store, mutator, metrics, watch, webhook)
+
+
+def start_webhook(settings: MutatorSettings, registry: MetricsRegistry) -> WebhookSender | None:
+    """Start the sender of setup-error alerts when a webhook endpoint is set.
+
+    Notes:
+        Alerts only: the loader sends the pipeline's heartbeats (one app, as 2.x is), so
+        the mutator's sender is never healthy for a heartbeat.
+    """
+    webhook = settings.webhook()
+    if webhook is None:
+        return None
+    sender = WebhookSender(webhook, "plowline-mutator", _version(), lambda: False, registry)
+    sender.start()
+    return sender
+
+
+def _version() -> str:
+    try:
+        return metadata.version("plowline-mutator")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"

@@ -18,6 +18,12 @@ Notes:
       error and ACKED, for the same reason (no loop of identical failures);
     - registry or BigQuery failing (``TransientError``): logged and NACKED after
       ``retry_delay`` seconds, so Pub/Sub redelivers it.
+
+    With ``alerts`` (2.x's ``monitoring.webhook``, ``plowline_cloud.webhook``), the setup
+    errors an operator must fix are alerted as 2.x alerts them: a ``PermanentError`` (the
+    table missing, no access, else "columns cannot be added") and a column at BigQuery's
+    limit or refused by it ("columns cannot be added"). Each alert is sent once until a
+    message goes through with no such error (``Alerts.clear``).
 """
 
 from __future__ import annotations
@@ -25,17 +31,33 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import structlog
 from plowline_cloud.pubsub import Delivery
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.messages import MessageError, decode_types
+from plowline_core.webhook import SetupProblem, alert_message, setup_problem
 
 from plowline_mutator.metrics import MutatorMetrics
-from plowline_mutator.mutation import Mutator
+from plowline_mutator.mutation import MutationResult, Mutator, Rejection
 
 _log = structlog.get_logger("plowline.mutator.listener")
 SOURCE = "listener"
+#: Rejections that are setup errors: the table cannot take the column as it is.
+_NOT_ADDED = (Rejection.COLUMN_LIMIT, Rejection.REFUSED)
+
+
+class Alerts(Protocol):
+    """Where setup errors go (``plowline_cloud.webhook.WebhookSender``)."""
+
+    def alert(self, message: str) -> bool:
+        """Send ``message`` once until ``clear``."""
+        ...
+
+    def clear(self) -> None:
+        """Let the alerts already sent be sent again."""
+        ...
 
 
 class TypesListener:
@@ -49,8 +71,10 @@ class TypesListener:
         retry_delay: float = 1.0,
         verbose: bool = False,
         wait: Callable[[float], object] | None = None,
+        alerts: Alerts | None = None,
     ) -> None:
         self._mutator = mutator
+        self._alerts = alerts
         self._metrics = metrics
         self._retry_delay = retry_delay
         self._verbose = verbose
@@ -90,10 +114,27 @@ class TypesListener:
                 error=str(error),
             )
             self._metrics.failed(SOURCE, "permanent")
+            self._alert(setup_problem(str(error)) or SetupProblem.COLUMNS_NOT_ADDED, str(error))
             delivery.ack()
             return
         self._metrics.record(SOURCE, result, len(types), time.monotonic() - started)
+        self._alert_rejections(result)
         delivery.ack()
+
+    def _alert_rejections(self, result: MutationResult) -> None:
+        """Alert each column the table cannot take; clear the alerts when there is none."""
+        if self._alerts is None:
+            return
+        not_added = [r for r in result.rejected if r.kind in _NOT_ADDED]
+        if not not_added:
+            self._alerts.clear()
+        for rejected in not_added:
+            entity = f"{rejected.entity.shred_property.value} {rejected.entity.schema.to_uri()}"
+            self._alert(SetupProblem.COLUMNS_NOT_ADDED, f"{entity}: {rejected.reason}")
+
+    def _alert(self, problem: SetupProblem, error: str) -> None:
+        if self._alerts is not None:
+            self._alerts.alert(alert_message(problem, error))
 
     def _give_back(self, delivery: Delivery, error: TransientError) -> None:
         kind = "registry" if isinstance(error, RegistryUnavailable) else "transient"

@@ -4,7 +4,8 @@ Every subcommand builds one ``MutatorSettings`` at start (``settings_from_args``
 it down; nothing else reads the environment. The emulator endpoints use the standard
 Google names (``PUBSUB_EMULATOR_HOST``, ``BIGQUERY_EMULATOR_HOST``), unset on GCP.
 ``resolver`` may be given as 2.x's ``--iglu-config``; a 2.x config makes ``major`` the
-column mode unless one is set (``with_config``).
+column mode unless one is set, and its ``monitoring.webhook`` the webhook the listener
+alerts setup errors to unless ``PLOWLINE_MUTATOR_WEBHOOK_ENDPOINT`` is set (``with_config``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
+from plowline_core.webhook import WebhookSettings, parse_tags
 from pydantic import AliasChoices, SecretStr, ValidationError, field_validator, model_validator
 from pydantic import Field as Setting
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -62,6 +64,8 @@ class MutatorSettings(BaseSettings):
     retry_delay: float = Setting(default=1.0, ge=0)
     stall_timeout: float = Setting(default=300.0, gt=0)
     verbose: bool = False
+    webhook_endpoint: str | None = None  # 2.x's monitoring.webhook.endpoint: alerts only
+    webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
     log_level: str = "INFO"
     log_json: bool = True
     pubsub_emulator_host: str | None = Setting(
@@ -90,10 +94,31 @@ class MutatorSettings(BaseSettings):
         return data
 
     def with_config(self, pipeline: PipelineConfig) -> MutatorSettings:
-        """Return these settings with ``major`` columns for a 2.x config, unless a mode was set."""
-        if pipeline.v2 is None or "column_mode" in self.model_fields_set:
+        """Return these settings with a 2.x config's column mode and webhook, unless set."""
+        v2 = pipeline.v2
+        if v2 is None:
             return self
-        return self.model_copy(update={"column_mode": ColumnMode.MAJOR})
+        update: dict[str, Any] = {}
+        if "column_mode" not in self.model_fields_set:
+            update["column_mode"] = ColumnMode.MAJOR
+        if "webhook_endpoint" not in self.model_fields_set and v2.webhook_endpoint:
+            update["webhook_endpoint"] = v2.webhook_endpoint
+            tags = ",".join(f"{name}={value}" for name, value in v2.webhook_tags)
+            update["webhook_tags"] = tags or None
+        return self.model_copy(update=update)
+
+    def webhook(self) -> WebhookSettings | None:
+        """Return where to send setup-error alerts, or None when no endpoint is set.
+
+        Raises:
+            ConfigError: the endpoint is no http(s) URL, or a tag is not NAME=VALUE.
+        """
+        if not self.webhook_endpoint:
+            return None
+        try:
+            return WebhookSettings(self.webhook_endpoint, parse_tags(self.webhook_tags or ""))
+        except ConfigError as error:
+            raise ConfigError(f"PLOWLINE_MUTATOR_WEBHOOK_*: {error}") from None
 
     def require(self, *names: str) -> None:
         """Raise ConfigError naming each of the given settings that is unset."""

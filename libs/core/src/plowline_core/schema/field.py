@@ -104,13 +104,22 @@ NO_OPTIONS = ColumnOptions()
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One BigQuery column or nested sub-field."""
+    """One BigQuery column or nested sub-field.
+
+    ``precision`` and ``scale`` are the decimal a NUMERIC or BIGNUMERIC value must fit
+    (schema-ddl's ``Decimal(Digits<precision>, <scale>)``, from the JSON Schema in 2.x's
+    rules: ``mapping_v2``); None for any other field, and for a column read from the table.
+    They are what the caster checks, not column parameters: 2.x makes plain NUMERIC and
+    BIGNUMERIC columns, so ``to_api`` leaves them out.
+    """
 
     name: str
     type: FieldType
     mode: Mode = Mode.NULLABLE
     fields: tuple[Field, ...] = ()
     options: ColumnOptions = NO_OPTIONS
+    precision: int | None = None
+    scale: int | None = None
 
     @property
     def type_name(self) -> str:

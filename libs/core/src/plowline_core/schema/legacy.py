@@ -13,8 +13,10 @@ Order, as 2.x applies them: a skipped schema is skipped even when it is legacy;
 
 Notes:
     Pure and hashable (picklable with the loader's worker config).
-    Deviation: 2.x types a legacy ``Numeric`` as NUMERIC(38, 9); plowline's 1.x mapping has no
-    Numeric (numbers are FLOAT), so a legacy column keeps FLOAT there.
+    2.x maps a legacy ``Numeric`` to ``Decimal(Digits38, 9)`` (NUMERIC(38, 9)); the 1.x
+    mapping it applies (schema-ddl's bigquery module, the same in every release 2.x and
+    1.x use) never makes a ``Numeric`` (a bounded number is FLOAT, vector
+    ``schema_to_field_018``), so no legacy column is NUMERIC, in 2.x as here.
 """
 
 from __future__ import annotations

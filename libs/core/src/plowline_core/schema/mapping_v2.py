@@ -9,7 +9,9 @@ upstream's, not carried: ``tests/data/conformance/README.md``):
   and anything unknown → JSON (v1: STRING);
 - bounded numbers: integers with ``minimum``/``maximum`` beyond int64 and numbers with a
   fractional ``multipleOf`` and both bounds → NUMERIC; enums of decimals → NUMERIC; a
-  decimal with more than 9 places → BIGNUMERIC (2.x ``bqFieldOf``);
+  decimal with more than 9 places → BIGNUMERIC (2.x ``bqFieldOf``); each such field
+  carries schema-ddl's ``Decimal(precision, scale)`` (``Field.precision``/``scale``: the
+  caster's check, precision 9, 18 or 38 digits);
 - sub-fields sorted by raw name only (no REQUIRED-first); a sub-field is REQUIRED iff it is
   in ``required`` and its type has no ``null`` (records too, unlike v1's vector 020);
 - an object with no properties and ``additionalProperties: false`` is dropped, and a record
@@ -43,6 +45,9 @@ _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _MAX_DECIMAL_DIGITS = 38
 _MAX_NUMERIC_SCALE = 9  # BigQuery NUMERIC holds 9 decimal places; BIGNUMERIC 38
+_PRECISIONS = (9, 18, 38)  # schema-ddl's DecimalPrecision: Digits9, Digits18, Digits38
+_Decimal = tuple[int, int]  # (precision, scale)
+_Typed = tuple[FieldType, _Decimal | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,7 @@ class _Built:
     nullable: bool
     repeated: bool = False
     fields: tuple[Field, ...] = ()
+    decimal: _Decimal | None = None  # (precision, scale) of a NUMERIC/BIGNUMERIC
 
 
 def field_from_schema_v2(name: str, schema: Any, required: bool) -> Field | None:
@@ -117,7 +123,8 @@ def _named(name: str, built: _Built, required: bool) -> Field:
         mode = Mode.REQUIRED
     else:
         mode = Mode.NULLABLE
-    return Field(name, built.type, mode, built.fields)
+    precision, scale = built.decimal or (None, None)
+    return Field(name, built.type, mode, built.fields, precision=precision, scale=scale)
 
 
 def _build_type(schema: Mapping[str, Any], depth: int) -> _Built | None:
@@ -162,7 +169,7 @@ def _build_array(schema: Mapping[str, Any], nullable: bool, depth: int) -> _Buil
         return None
     if element.repeated:
         return _Built(FieldType.JSON, nullable, repeated=True)
-    return _Built(element.type, nullable, repeated=True, fields=element.fields)
+    return _Built(element.type, nullable, True, element.fields, element.decimal)
 
 
 def _suggest(schema: Mapping[str, Any], kind: jt.JsonType | None) -> _Built | None:
@@ -179,41 +186,40 @@ def _suggest(schema: Mapping[str, Any], kind: jt.JsonType | None) -> _Built | No
         return _Built(FieldType.BOOLEAN, nullable)
     numeric = _numeric_type(schema, kind)
     if numeric is not None:
-        return _Built(numeric, nullable)
+        return _Built(numeric[0], nullable, decimal=numeric[1])
     values = jt.enum_values(schema)
     if values is not None:
         return _enum_type(values)
     return None
 
 
-def _numeric_type(schema: Mapping[str, Any], kind: jt.JsonType | None) -> FieldType | None:
+def _numeric_type(schema: Mapping[str, Any], kind: jt.JsonType | None) -> _Typed | None:
     if jt.possibly_with_null(kind, "integer"):
         return _integer_type(schema)
     if not _only_numeric(kind):
         return None
     multiple = jt.number_keyword(schema, "multipleOf")
     if multiple is None:
-        return FieldType.FLOAT
+        return FieldType.FLOAT, None
     if _integral(multiple):
         return _integer_type(schema)
     maximum = jt.number_keyword(schema, "maximum")
     minimum = jt.number_keyword(schema, "minimum")
     if maximum is None or minimum is None:
-        return FieldType.FLOAT
+        return FieldType.FLOAT, None
     scale = _scale(multiple)
     digits = max(_int_digits(maximum), _int_digits(minimum)) + scale
     return _decimal_type(digits, scale)
 
 
-def _integer_type(schema: Mapping[str, Any]) -> FieldType:
+def _integer_type(schema: Mapping[str, Any]) -> _Typed:
     maximum = jt.number_keyword(schema, "maximum")
     minimum = jt.number_keyword(schema, "minimum")
     if maximum is None or minimum is None:
-        return FieldType.INTEGER
+        return FieldType.INTEGER, None
     if minimum >= _INT64[0] and maximum <= _INT64[1]:
-        return FieldType.INTEGER
-    digits = max(_int_digits(maximum), _int_digits(minimum))
-    return FieldType.NUMERIC if digits <= _MAX_DECIMAL_DIGITS else FieldType.FLOAT
+        return FieldType.INTEGER, None
+    return _decimal_type(max(_int_digits(maximum), _int_digits(minimum)), 0)
 
 
 def _enum_type(values: list[Any]) -> _Built:
@@ -221,25 +227,34 @@ def _enum_type(values: list[Any]) -> _Built:
     present = [value for value in values if value is not None]
     if all(jt.is_json_number(value) for value in present):
         numbers = [jt.as_decimal(value) for value in present]
-        return _Built(_numeric_enum_type([n for n in numbers if n is not None]), nullable)
+        kind, decimal = _numeric_enum_type([n for n in numbers if n is not None])
+        return _Built(kind, nullable, decimal=decimal)
     if all(isinstance(value, str) for value in present):
         return _Built(FieldType.STRING, nullable)
     return _Built(FieldType.JSON, nullable)
 
 
-def _numeric_enum_type(numbers: list[Decimal]) -> FieldType:
+def _numeric_enum_type(numbers: list[Decimal]) -> _Typed:
     scale = max((_scale(n) for n in numbers), default=0)
     digits = max((_int_digits(n) for n in numbers), default=0) + scale
     if scale == 0 and digits <= 18:
-        return FieldType.INTEGER
+        return FieldType.INTEGER, None
     return _decimal_type(digits, scale)
 
 
-def _decimal_type(digits: int, scale: int) -> FieldType:
-    """Return a schema-ddl Decimal's BigQuery type: scale > 9 → BIGNUMERIC (2.x bqFieldOf)."""
+def _decimal_type(digits: int, scale: int) -> _Typed:
+    """Return a schema-ddl Decimal's BigQuery type and ``(precision, scale)``.
+
+    Notes:
+        schema-ddl's precisions are 9, 18 and 38 digits (the smallest that holds
+        ``digits``); past 38 there is no decimal (FLOAT). Scale > 9 → BIGNUMERIC
+        (2.x ``bqFieldOf``).
+    """
     if digits > _MAX_DECIMAL_DIGITS:
-        return FieldType.FLOAT
-    return FieldType.BIGNUMERIC if scale > _MAX_NUMERIC_SCALE else FieldType.NUMERIC
+        return FieldType.FLOAT, None
+    precision = next(p for p in _PRECISIONS if digits <= p)
+    kind = FieldType.BIGNUMERIC if scale > _MAX_NUMERIC_SCALE else FieldType.NUMERIC
+    return kind, (precision, scale)
 
 
 def _only_numeric(kind: jt.JsonType | None) -> bool:

@@ -45,10 +45,13 @@ from plowline_core.transform.problems import (
 )
 from plowline_core.transform.scalar import (
     INT64_MAX,
-    NUMERIC_TYPES,
     SCALAR_CASTERS,
     compact_json,
+    decimal_caster,
     expected_name,
+    expected_of,
+    is_decimal,
+    stored_as_number,
 )
 
 __all__ = [
@@ -99,7 +102,7 @@ def caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Caster:
             return "null" if value is None else value_caster(value, errors)
 
         return required_json
-    expected = expected_name(field.type, mode)
+    expected = expected_of(field, mode)
 
     def required(value: Any, errors: list[CastError]) -> Any:
         if value is None:
@@ -119,12 +122,14 @@ def element_caster_for(field: Field, mode: ColumnMode = ColumnMode.FULL) -> Cast
 def _non_null_caster(field: Field, mode: ColumnMode) -> Caster:
     if field.type is FieldType.RECORD:
         return _record(field, mode)
+    if is_decimal(field, mode) and field.precision is not None and field.scale is not None:
+        return decimal_caster(field.precision, field.scale)
     return SCALAR_CASTERS[mode].get(field.type, SCALAR_CASTERS[mode][FieldType.STRING])
 
 
 def _repeated(field: Field, mode: ColumnMode) -> Caster:
     item = _non_null_caster(field, mode)
-    expected = expected_name(field.type, mode)
+    expected = expected_of(field, mode)
 
     def repeated(value: Any, errors: list[CastError]) -> Any:
         if value is None:
@@ -164,11 +169,7 @@ def _record(field: Field, mode: ColumnMode) -> Caster:
 
     by_key = _by_key(raw_names, names, casters, direct, as_is, missing)
     plain_types = tuple(_plain_types(sub, mode) for sub in subs)
-    numeric_at = tuple(
-        i
-        for i, sub in enumerate(subs)
-        if sub.type in NUMERIC_TYPES and sub.mode is not Mode.REPEATED
-    )
+    numeric_at = tuple(i for i, sub in enumerate(subs) if stored_as_number(sub, mode))
 
     def record(value: Any, errors: list[CastError]) -> Any:
         if type(value) is not dict:
@@ -323,6 +324,6 @@ def _plain_types(field: Field, mode: ColumnMode) -> frozenset[type]:
         return kinds
     if field.type is FieldType.INTEGER:
         return kinds | {int}
-    if field.type in NUMERIC_TYPES:
+    if stored_as_number(field, mode):
         return kinds | {int, float}
     return kinds

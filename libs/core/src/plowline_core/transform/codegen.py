@@ -60,13 +60,14 @@ def _keep_flags(sub: Field, as_is: frozenset[type]) -> int:
 
     Notes:
         The types in ``as_is``, and numbers as ``_kept_test`` keeps them: for a non-REPEATED
-        INTEGER an int within int64, for FLOAT/NUMERIC also a finite float.
+        INTEGER an int within int64, for FLOAT/NUMERIC also a finite float; never for a
+        decimal with a scale (``Field.scale``: its caster checks the places).
     """
     by_type = {type(None): _record.KEEP_NONE, bool: _record.KEEP_BOOL, str: _record.KEEP_STR}
     flags = 0
     for kind in as_is:
         flags |= by_type[kind]
-    if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES:
+    if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES and sub.scale is None:
         flags |= _record.KEEP_INT64
         if sub.type is not FieldType.INTEGER:
             flags |= _record.KEEP_FINITE
@@ -147,7 +148,7 @@ def _kept_test(item: str, sub: Field, kept: frozenset[type], namespace: dict[str
         else:
             namespace[f"_{kind.__name__}"] = kind
             tests.append(f"_type({item}) is _{kind.__name__}")
-    if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES:
+    if sub.mode is not Mode.REPEATED and sub.type in NUMERIC_TYPES and sub.scale is None:
         # Numbers stored as they are: ints within int64 and, for FLOAT/NUMERIC, finite floats.
         namespace["_int"], namespace["_MIN"], namespace["_MAX"] = int, -INT64_MAX, INT64_MAX
         tests.append(f"(_type({item}) is _int and _MIN <= {item} <= _MAX)")

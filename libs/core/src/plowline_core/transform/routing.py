@@ -4,7 +4,9 @@
 caches the answer in its plan):
 
 - a schema ``rules`` skip, or one 2.x adds no column for → ``Route("")``: not written;
-- a legacy schema (``rules``) → its 1.x column, cast as 1.x casts (``schema.legacy``);
+- a legacy schema (``rules``) → its 1.x column, cast as 1.x casts (``schema.legacy``), but
+  a WrongType names 2.x's type (``legacy_texts``: 2.x casts a legacy column through the v2
+  type of each 1.x type);
 - otherwise → the model's column or the key's recovery column (``schema.major``);
 - None, with a failure item appended, when the key is in no repository, a schema does not
   decode as JSON Schema (``{"schemaKey", "message"}``, 2.x's ``InvalidSchema``), or the
@@ -20,6 +22,7 @@ Notes:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from plowline_core.iglu.key import SchemaKey
@@ -29,6 +32,22 @@ from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.schema.legacy import ColumnRules
 from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 from plowline_core.schema.names import column_name
+from plowline_core.transform.problems import Caster, CastError, NotAnArray, WrongType
+
+#: The ``expected`` of a WrongType in a legacy column: 2.x maps each 1.x type to a v2 type
+#: (String → Json, reported ``String``; Integer → Long; Float → Double; Numeric →
+#: Decimal(Digits38, 9); DateTime → Timestamp; a record → Struct) and casts with it.
+LEGACY_EXPECTED = {
+    "STRING": "String",
+    "JSON": "String",
+    "INTEGER": "Long",
+    "FLOAT": "Double",
+    "NUMERIC": "Decimal(Digits38,9)",
+    "BOOLEAN": "Boolean",
+    "DATE": "Date",
+    "TIMESTAMP": "Timestamp",
+    "RECORD": "Struct",
+}
 
 #: No column: the entity is not written.
 NOWHERE = ""
@@ -110,3 +129,22 @@ class MajorRouter:
         self._clashed[column] = message
         self._new_clashes.append(column)
         return message
+
+
+def legacy_texts(caster: Caster) -> Caster:
+    """Return ``caster`` with the errors it adds naming 2.x's types (``LEGACY_EXPECTED``)."""
+
+    def legacy(value: Any, errors: list[CastError]) -> Any:
+        mark = len(errors)
+        result = caster(value, errors)
+        if len(errors) > mark:
+            errors[mark:] = [_renamed(error) for error in errors[mark:]]
+        return result
+
+    return legacy
+
+
+def _renamed(error: CastError) -> CastError:
+    if isinstance(error, WrongType | NotAnArray):
+        return replace(error, expected=LEGACY_EXPECTED.get(error.expected, error.expected))
+    return error

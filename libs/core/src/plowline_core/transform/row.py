@@ -64,7 +64,7 @@ from plowline_core.schema.mapping import field_from_schema
 from plowline_core.schema.names import column_name
 from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
 from plowline_core.transform.money import money_failures
-from plowline_core.transform.routing import NOWHERE, MajorRouter
+from plowline_core.transform.routing import NOWHERE, MajorRouter, legacy_texts
 
 LOAD_TSTAMP_AUTO = "AUTO"
 SCHEMA_VERSION_FIELD = "_schema_version"
@@ -337,7 +337,9 @@ class RowBuilder:
         if route.column == NOWHERE:
             return _Plan(NOWHERE, _skipped, EntityType(key, shred), key.to_uri(), None, 0)
         bit = 1 << len(self._plans)
-        return _compile(key, route.schema, shred, route.mode, bit, route.column)
+        plan = _compile(key, route.schema, shred, route.mode, bit, route.column)
+        legacy = route.mode is ColumnMode.FULL  # a 1.x column: 2.x's type names
+        return plan._replace(caster=legacy_texts(plan.caster)) if legacy else plan
 
     def _forget(self, column: str) -> None:
         """Drop the cached plans writing to ``column`` (its recovery columns included)."""

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from plowline_core.badrows.encoding import dumps
 from plowline_core.schema.entity import ColumnMode
-from plowline_core.schema.field import FieldType
+from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.transform.problems import Caster, CastError, WrongType
 
 INT64_MIN = -(2**63)
@@ -49,6 +51,59 @@ def expected_name(kind: FieldType, mode: ColumnMode) -> str:
     if mode is ColumnMode.MAJOR:
         return V2_TYPE_NAMES.get(kind, kind.value)
     return kind.value
+
+
+def expected_of(field: Field, mode: ColumnMode) -> str:
+    """Return the ``expected`` text of a WrongType for ``field``: 2.x's ``Decimal(Digits9,2)``
+    for a decimal in ``major`` mode, else ``expected_name`` of its type."""
+    if mode is ColumnMode.MAJOR and field.precision is not None and field.scale is not None:
+        return f"Decimal(Digits{field.precision},{field.scale})"
+    return expected_name(field.type, mode)
+
+
+def is_decimal(field: Field, mode: ColumnMode) -> bool:
+    """Say whether ``field``'s values are checked against its precision and scale (2.x)."""
+    return mode is ColumnMode.MAJOR and field.scale is not None and field.type in NUMERIC_TYPES
+
+
+def stored_as_number(field: Field, mode: ColumnMode) -> bool:
+    """Say whether a number within int64 (or a finite float) is stored without a check."""
+    return (
+        field.mode is not Mode.REPEATED
+        and field.type in NUMERIC_TYPES
+        and not is_decimal(field, mode)
+    )
+
+
+@lru_cache(maxsize=256)
+def decimal_caster(precision: int, scale: int) -> Caster:
+    """Return the caster of a schema-ddl ``Decimal(precision, scale)`` (2.x's rule).
+
+    Notes:
+        A JSON number fits when it has at most ``scale`` decimal places once trailing
+        zeros are dropped (``87.90000`` fits 2) and at most ``precision - scale`` digits
+        before the point; anything else is a ``WrongType`` naming the decimal. The value
+        is written as the JSON number it was (BigQuery scales it).
+    """
+    name = f"Decimal(Digits{precision},{scale})"
+    quantum = Decimal(1).scaleb(-scale)
+    limit = Decimal(10) ** (precision - scale)
+
+    def decimal(value: Any, errors: list[CastError]) -> Any:
+        kind = type(value)
+        if kind is int or kind is float:
+            try:
+                number = Decimal(repr(value)) if kind is float else Decimal(value)
+                fits = number.is_finite() and abs(number) < limit
+                fits = fits and number == number.quantize(quantum)
+            except InvalidOperation:  # quantize past the context's precision: too long
+                fits = False
+            if fits:
+                return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return decimal
 
 
 def compact_json(value: Any) -> str:
