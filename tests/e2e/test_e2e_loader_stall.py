@@ -93,6 +93,9 @@ def test_a_loader_with_hung_python_workers_exits_and_its_events_load(tmp_path: P
         assert stopped, "no Python worker of the loader was found"
         assert code == 1, f"the loader did not exit by itself (exit code {code})"
         assert "loader stalled" in log
+        # Restarted as a deployment runs it: the 5 s timeout was the fault's trap; on a
+        # loaded machine a first batch can take longer, and a second exit would end the test.
+        run.extra_env["PLOWLINE_LOADER_STALL_TIMEOUT"] = "120"
         run.restart(LOADER, kill=True, timeout=240.0)
         deadline = time.monotonic() + 180
         while run.progress(len(lines)).accounted < len(lines) and time.monotonic() < deadline:
