@@ -1,6 +1,6 @@
 """Cluster fixtures: a Spark standalone cluster (a master, two 1-core workers) and loader rigs.
 
-The cluster starts once for the tier (``plowline_devstack.spark_cluster``, the same code
+The cluster starts once for the tier (``plowline_devstack.stack.spark_cluster``, the same code
 ``plowline dev up --workers`` runs) and stops at its end, JVMs killed even when a test
 failed; the local stack is the session's (root conftest). Each test gets a fresh events
 table, input topic and subscription, and watch subscriptions on ``bad-rows`` and
@@ -14,7 +14,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import urllib.request
 import uuid
@@ -28,7 +27,9 @@ from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.spark_cluster import (
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
+from plowline_devstack.stack.spark_cluster import (
     ClusterSpec,
     SparkCluster,
     SparkClusterError,
@@ -36,7 +37,7 @@ from plowline_devstack.spark_cluster import (
     start_cluster,
     submit_environment,
 )
-from plowline_devstack.stack import LocalStack
+from support.configs import bigquery_config, write_config_files
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "deploy" / "docker" / "loader" / "driver.py"
@@ -181,7 +182,7 @@ class ClusterRig:
 
     def submit(self, command: str, *args: str, checkpoint: str = "checkpoint") -> Submitted:
         """``spark-submit`` the loader's ``command`` to the cluster, in its own process group."""
-        port = _free_port()
+        port = free_port()
         loader_args = [
             command, "--config", str(self.config_file), "--resolver", str(self.resolver_file),
         ]  # fmt: skip
@@ -197,12 +198,6 @@ class ClusterRig:
         submitted = Submitted(process, log, port)
         self.submitted.append(submitted)
         return submitted
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="package")
@@ -264,49 +259,13 @@ def _new_rig(
         path = f"{project}/subscriptions/watch-{output}-{name}"
         subscriber.create_subscription(request={"name": path, "topic": stack.topic_path(output)})
         watch[output] = path
-    config_file, resolver_file = root / "config.json", root / "resolver.json"
-    config_file.write_text(json.dumps(_bigquery_config(stack, table, f"in-{name}", load)))
-    resolver_file.write_text(json.dumps(_resolver(root)))
+    config = bigquery_config(
+        name="cluster test",
+        project=stack.project,
+        dataset=stack.dataset,
+        table=table,
+        input=f"in-{name}",
+        load=load,
+    )
+    config_file, resolver_file = write_config_files(root, config)
     return ClusterRig(stack, cluster, root, table, topic, watch, config_file, resolver_file)
-
-
-def _bigquery_config(
-    stack: LocalStack, table: str, subscription: str, load: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "cluster test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": stack.project,
-            "datasetId": stack.dataset,
-            "tableId": table,
-            "input": subscription,
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": "bad-rows",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
-
-
-def _resolver(root: Path) -> dict[str, Any]:
-    repository = root / "iglu"
-    repository.mkdir()
-    return {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "cacheTtl": 60,
-            "repositories": [
-                {
-                    "name": "empty",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(repository)}},
-                }
-            ],
-        },
-    }

@@ -15,11 +15,11 @@ import shutil
 from collections.abc import Callable, Iterator
 
 import pytest
-from plowline_devstack.demo_monitor import MonitorReport, evaluate, start_prometheus
-from plowline_devstack.demo_run import DemoRun
-from plowline_devstack.demo_services import ServiceError
-from plowline_devstack.generate import GeneratedLine
-from plowline_devstack.stack import StackStartError
+from plowline_devstack.demo.generate import GeneratedLine
+from plowline_devstack.demo.monitor import MonitorReport, evaluate, start_prometheus
+from plowline_devstack.demo.run import DemoRun
+from plowline_devstack.demo.services import ServiceError
+from plowline_devstack.stack.lifecycle import StackStartError
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,8 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.messages import encode_types
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
 from plowline_loader.bootstrap import WorkerConfig, build_processor, load_bigquery_config
 from plowline_loader.pipeline import InboundMessage
 

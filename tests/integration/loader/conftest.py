@@ -8,7 +8,6 @@ conftest: the module is registered for pickling by value.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -27,13 +26,14 @@ from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source import AckingPartition
 from plowline_loader.spark import SparkSettings, build_spark_session
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from support.configs import bigquery_config, write_config_files
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -416,55 +416,19 @@ def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
                 "ack_deadline_seconds": RIG_ACK_DEADLINE_S,
             }
         )
-    config = _bigquery_config(stack, f"events_{name}", name, load)
-    repository = root / "iglu"
-    repository.mkdir()
-    config_file, resolver_file = root / "config.json", root / "resolver.json"
-    config_file.write_text(json.dumps(config))
-    resolver_file.write_text(json.dumps(_empty_resolver(repository)))
+    config = bigquery_config(
+        name="write modes test",
+        project=stack.project,
+        dataset=stack.dataset,
+        table=f"events_{name}",
+        input=f"in-{name}",
+        bad_rows=f"bad-{name}",
+        load=load,
+    )
+    config_file, resolver_file = write_config_files(root, config)
     return ModeRig(
         stack, root, table_ref, topics["in"], subscriptions["bad"], config_file, resolver_file
     )
-
-
-def _empty_resolver(repository: Path) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "cacheTtl": 60,
-            "repositories": [
-                {
-                    "name": "empty",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(repository)}},
-                }
-            ],
-        },
-    }
-
-
-def _bigquery_config(
-    stack: LocalStack, table: str, name: str, load: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "write modes test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": stack.project,
-            "datasetId": stack.dataset,
-            "tableId": table,
-            "input": f"in-{name}",
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": f"bad-{name}",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
 
 
 @pytest.fixture

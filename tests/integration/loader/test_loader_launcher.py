@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from plowline_devstack.spark_cluster import python_driver, spark_home, submit_environment
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.spark_cluster import python_driver, spark_home, submit_environment
 
 DRIVER = Path(__file__).resolve().parents[3] / "deploy" / "docker" / "loader" / "driver.py"
 _SESSION = re.compile(r"spark session .*")

@@ -24,7 +24,7 @@ from plowline_core.messages import decode_types
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import with_entities
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession

@@ -34,12 +34,12 @@ from google.api_core.exceptions import AlreadyExists, DeadlineExceeded, RetryErr
 from google.cloud import bigquery
 from plowline_core.event.fields import V2_ATOMIC_COLUMNS
 from plowline_devstack.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_devstack.malformed import malformed_line
-from plowline_devstack.provisioning import provision_pubsub, provision_storage
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
-from plowline_devstack.stack_config import load_stack
-from plowline_devstack.traffic import Traffic, assemble, contexts_text, unstruct_text
+from plowline_devstack.demo.malformed import malformed_line
+from plowline_devstack.demo.traffic import Traffic, assemble, contexts_text, unstruct_text
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.provisioning import provision_pubsub, provision_storage
+from plowline_devstack.stack.servers import free_port
 
 V2CONFIG = Path(__file__).resolve().parents[2] / "data" / "v2config"
 TABLE = "v2_e2e"  # e2e.hocon's output.good.table

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client
-from plowline_devstack.provisioning import provision, provision_pubsub, provision_storage
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
-from plowline_devstack.stack_config import load_stack
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.provisioning import provision, provision_pubsub, provision_storage
+from plowline_devstack.stack.servers import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 MONEY = ("tr_total", "ti_price_base")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -23,7 +22,8 @@ from typing import Any
 
 import pytest
 from plowline_cloud.clients import bigquery_client
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 # Snowplow 0.x: the self-describing bigquery_config (the local stack's names).
@@ -81,13 +81,6 @@ def _b64(text: str) -> str:
 V0_CONFIG = _b64(json.dumps(CONFIG))
 V1_CONFIG = _b64(V1_HOCON.replace("TABLE", "events"))
 RESOLVER_B64 = _b64(json.dumps(RESOLVER))
-
-
-def free_port() -> int:
-    """Return a loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _answers(port: int, path: str) -> bool:

@@ -1,4 +1,4 @@
-"""The Cloud Storage faults of the catalogue (:mod:`plowline_devstack.faults`), on object requests.
+"""The Cloud Storage faults of the catalogue (:mod:`.catalogue`), on object requests.
 
 * ``service-unavailable``: an object request (upload, download, get, list, delete, patch,
   copy, compose) is answered 503 with Cloud Storage's JSON error, nothing done. The
@@ -14,7 +14,7 @@
 
 Bucket requests and the emulator's own ``/`` and ``/wipe`` are never faulted, so a stack
 always starts and provisions. Each fault draws from its own generator seeded with the
-plan's seed and its name. Installed on top of :mod:`.preconditions` by wrapping the
+plan's seed and its name. Installed on top of :mod:`plowline_devstack.storage.preconditions` by wrapping the
 handlers of gcp-storage-emulator's route table.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from gcp_storage_emulator import server as emulator_server
 from gcp_storage_emulator.handlers import objects
 
-from plowline_devstack.faults import FaultDraws
+from plowline_devstack.faults.draws import FaultDraws
 
 SERVICE_UNAVAILABLE = "service-unavailable"
 RESPONSE_LOST = "response-lost-after-write"
