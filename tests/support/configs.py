@@ -54,35 +54,29 @@ def bigquery_config(
     return {"schema": BIGQUERY_CONFIG, "data": data}
 
 
-def embedded(
-    path: Path | str,
-    name: str = "embedded",
+def repository(
+    connection: dict[str, Any],
+    name: str = "local",
     priority: int = 0,
     vendor_prefixes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    """Return one resolver repository reached through ``connection`` (``embedded`` or ``http``)."""
+    return {
+        "name": name,
+        "priority": priority,
+        "vendorPrefixes": list(vendor_prefixes),
+        "connection": connection,
+    }
+
+
+def embedded(path: Path | str, name: str = "local", priority: int = 0) -> dict[str, Any]:
     """Return a resolver repository read from the folder ``path`` (holding ``schemas/``)."""
-    return {
-        "name": name,
-        "priority": priority,
-        "vendorPrefixes": list(vendor_prefixes),
-        "connection": {"embedded": {"path": str(path)}},
-    }
+    return repository({"embedded": {"path": str(path)}}, name, priority)
 
 
-def http(
-    uri: str,
-    name: str = "http",
-    priority: int = 0,
-    vendor_prefixes: tuple[str, ...] = (),
-    **connection: str,
-) -> dict[str, Any]:
+def http(uri: str, name: str = "local", priority: int = 0, **connection: str) -> dict[str, Any]:
     """Return a resolver repository served at ``uri`` (``connection`` adds ``apikey``)."""
-    return {
-        "name": name,
-        "priority": priority,
-        "vendorPrefixes": list(vendor_prefixes),
-        "connection": {"http": {"uri": uri, **connection}},
-    }
+    return repository({"http": {"uri": uri, **connection}}, name, priority)
 
 
 def resolver_config(

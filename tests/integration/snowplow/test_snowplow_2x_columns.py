@@ -40,6 +40,7 @@ from plowline_devstack.stack.config import load_stack
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.provisioning import provision_pubsub, provision_storage
 from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config, write_json
 
 V2CONFIG = Path(__file__).resolve().parents[2] / "data" / "v2config"
 TABLE = "v2_e2e"  # e2e.hocon's output.good.table
@@ -210,12 +211,7 @@ def _expected_row(sent: Sent) -> dict[str, Any]:
 def _resolver(directory: Path) -> Path:
     """A resolver config whose one repository is the embedded registry beside e2e.hocon."""
     path = directory / "resolver.json"
-    repository = {"name": "ours", "priority": 0, "vendorPrefixes": [], "connection": {}}
-    repository["connection"] = {"embedded": {"path": str(V2CONFIG / "iglu")}}
-    data = {"cacheSize": 100, "cacheTtl": 600, "repositories": [repository]}
-    schema = "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
-    path.write_text(json.dumps({"schema": schema, "data": data}))
-    return path
+    return write_json(path, resolver_config(embedded(V2CONFIG / "iglu", name="ours")))
 
 
 def _answers(port: int) -> bool:

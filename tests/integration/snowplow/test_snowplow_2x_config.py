@@ -8,7 +8,6 @@ under its derived name, as ``plowline dev up --config`` does; the loader creates
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from plowline_devstack.stack.config import load_stack
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.provisioning import provision, provision_pubsub, provision_storage
 from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config, write_json
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 MONEY = ("tr_total", "ti_price_base")
@@ -54,26 +54,8 @@ def v2_files(local_stack: LocalStack, tmp_path: Path) -> Iterator[tuple[Path, Pa
     table, port = f"v2_{uuid.uuid4().hex[:8]}", free_port()
     config = tmp_path / "config.hocon"
     config.write_text(V2_MINIMAL.replace("TABLE", table).replace("PORT", str(port)))
-    resolver = tmp_path / "resolver.json"
-    resolver.write_text(
-        json.dumps(
-            {
-                "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-                "data": {
-                    "cacheSize": 100,
-                    "cacheTtl": 600,
-                    "repositories": [
-                        {
-                            "name": "examples",
-                            "priority": 0,
-                            "vendorPrefixes": [],
-                            "connection": {"embedded": {"path": str(EXAMPLES / "iglu")}},
-                        }
-                    ],
-                },
-            }
-        )
-    )
+    iglu = embedded(EXAMPLES / "iglu", name="examples")
+    resolver = write_json(tmp_path / "resolver.json", resolver_config(iglu))
     stack, _ = load_stack(config)
     provision_pubsub(stack, local_stack.endpoints)
     provision_storage(stack, local_stack.endpoints)

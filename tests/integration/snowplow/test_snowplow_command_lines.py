@@ -24,27 +24,14 @@ import pytest
 from plowline_cloud.clients import bigquery_client
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 # Snowplow 0.x: the self-describing bigquery_config (the local stack's names).
 CONFIG = json.loads((EXAMPLES / "config.json").read_text())
 # A resolver with the example registry at an absolute path: a base64 resolver has no
 # directory of its own, so a relative embedded path would start at the working directory.
-RESOLVER = {
-    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-    "data": {
-        "cacheSize": 100,
-        "cacheTtl": 600,
-        "repositories": [
-            {
-                "name": "examples",
-                "priority": 0,
-                "vendorPrefixes": [],
-                "connection": {"embedded": {"path": str(EXAMPLES / "iglu")}},
-            }
-        ],
-    },
-}
+RESOLVER = resolver_config(embedded(EXAMPLES / "iglu", name="examples"))
 V1_HOCON = """
 # Snowplow BigQuery Loader 1.x layout
 projectId = "plowline-local"
