@@ -33,6 +33,7 @@ from typing import Any
 import bqemulator.grpc_api.write_servicer as servicer
 import grpc
 
+from plowline_devstack.bigquery.write_streams import more_fields_than_table
 from plowline_devstack.faults.bigquery_rest import (
     COMMIT_INVALID_STATE,
     PROPAGATION_DELAY,
@@ -75,10 +76,7 @@ def install_propagation_delay() -> None:
         if writer is not None and table is not None:
             extra = not_yet_propagated(table, list(writer.field_names))
             if extra:
-                raise ValueError(
-                    "Input schema has more fields than BigQuery schema, extra fields: "
-                    + ", ".join(f"'{name}'" for name in extra)
-                )
+                raise more_fields_than_table(extra)
         return result
 
     _Handler._ensure_stream_bound = ensure_stream_bound  # type: ignore[method-assign]  # the seam

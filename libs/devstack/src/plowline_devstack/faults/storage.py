@@ -47,28 +47,23 @@ class StorageFaults(FaultDraws):
 
 def unavailable(response: Any) -> None:
     """Make ``response`` Cloud Storage's 503 (whatever the handler put in it before)."""
-    response.status = HTTPStatus.SERVICE_UNAVAILABLE
-    response.json(
-        {
-            "error": {
-                "code": 503,
-                "message": MESSAGE,
-                "errors": [{"message": MESSAGE, "domain": "global", "reason": "backendError"}],
-            }
-        }
-    )
+    _error(response, HTTPStatus.SERVICE_UNAVAILABLE, MESSAGE, "backendError")
 
 
 def forbidden(response: Any, name: str) -> None:
     """Make ``response`` Cloud Storage's 403 for an object under a retention policy."""
-    message = RETENTION_MESSAGE.format(name=name)
-    response.status = HTTPStatus.FORBIDDEN
+    _error(response, HTTPStatus.FORBIDDEN, RETENTION_MESSAGE.format(name=name), "forbidden")
+
+
+def _error(response: Any, status: HTTPStatus, message: str, reason: str) -> None:
+    """Make ``response`` Cloud Storage's JSON error (``error.code``, ``message``, ``errors``)."""
+    response.status = status
     response.json(
         {
             "error": {
-                "code": 403,
+                "code": int(status),
                 "message": message,
-                "errors": [{"message": message, "domain": "global", "reason": "forbidden"}],
+                "errors": [{"message": message, "domain": "global", "reason": reason}],
             }
         }
     )
