@@ -30,6 +30,7 @@ from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source import AckingPartition
 from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -356,6 +357,31 @@ class ModeRig:
             storage_emulator_host=self.stack.endpoints.storage_url,
             staging_bucket=sorted(self.stack.config.buckets)[0],
         )
+
+    def load_backlog(
+        self, spark: SparkSession, max_messages: int, config: WorkerConfig | None = None
+    ) -> tuple[StreamingLoader, tuple[bool, Any]]:
+        """Stream everything published so far through a StreamingLoader, then stop it.
+
+        Returns the stopped loader (its writer's totals) and the query's ``(isActive,
+        exception())`` once everything available was processed.
+        """
+        settings = StreamSettings(
+            checkpoint=str(self.root / "checkpoint"),
+            max_messages=max_messages,
+            pull_timeout_s=0.5,
+            ack_deadline_s=30,
+            lease_interval_s=5.0,
+            backoff_max_s=2.0,
+        )
+        loader = StreamingLoader(spark, config or self.config(), settings)
+        query = loader.start()
+        try:
+            query.processAllAvailable()
+            running = (query.isActive, query.exception())
+        finally:
+            loader.stop(30)
+        return loader, running
 
     def publish(self, event_ids: list[str]) -> None:
         """Publish one enriched line per event id and wait until each is accepted."""
