@@ -38,6 +38,7 @@ from plowline_devstack.stack.spark_cluster import (
     submit_environment,
 )
 from support.configs import bigquery_config, write_config_files
+from support.stack import event_counts, pull_all
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "deploy" / "docker" / "loader" / "driver.py"
@@ -149,25 +150,11 @@ class ClusterRig:
     def counts(self) -> tuple[int, int]:
         """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
         client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
-        row = next(iter(client.query(sql).result()))
-        return int(row["n"]), int(row["d"])
+        return event_counts(client, self.table_ref)
 
     def drain(self, name: str) -> list[bytes]:
         """Pull and ack everything waiting on the watch subscription of topic ``name``."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        out: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.watch[name], "max_messages": 1000},
-                timeout=5,
-                retry=None,
-            )
-            if not response.received_messages:
-                return out
-            out.extend(bytes(m.message.data) for m in response.received_messages)
-            ack_ids = [m.ack_id for m in response.received_messages]
-            client.acknowledge(request={"subscription": self.watch[name], "ack_ids": ack_ids})
+        return pull_all(self.stack.endpoints.pubsub_target, self.watch[name])
 
     def bad_rows_for(self, markers: list[str]) -> list[str]:
         """Return the marker of every bad row seen so far that names one (with repeats)."""

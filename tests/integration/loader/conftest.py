@@ -35,6 +35,7 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from support.configs import bigquery_config, write_config_files
+from support.stack import event_counts, pull_all
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -399,29 +400,12 @@ class ModeRig:
     def counts(self) -> tuple[int, int]:
         """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
         client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
-        row = next(iter(client.query(sql).result()))
-        return int(row["n"]), int(row["d"])
+        return event_counts(client, self.table_ref)
 
     def bad_rows(self) -> list[bytes]:
         """Pull and ack every bad row published so far (the loader confirmed each publish)."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        found: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.bad_rows_subscription, "max_messages": 100},
-                timeout=10,
-            )
-            received = list(response.received_messages)
-            if not received:
-                return found
-            found.extend(bytes(r.message.data) for r in received)
-            client.acknowledge(
-                request={
-                    "subscription": self.bad_rows_subscription,
-                    "ack_ids": [r.ack_id for r in received],
-                }
-            )
+        target = self.stack.endpoints.pubsub_target
+        return pull_all(target, self.bad_rows_subscription, max_messages=100, timeout=10)
 
 
 def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:

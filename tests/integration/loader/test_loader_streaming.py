@@ -29,6 +29,7 @@ from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 from support.configs import bigquery_config, http, resolver_config, write_config_files
+from support.stack import pull_all
 
 CTX_A = SchemaKey.parse("iglu:com.acme/ctx_a/jsonschema/1-0-0")
 CTX_B = SchemaKey.parse("iglu:com.acme/ctx_b/jsonschema/1-0-0")
@@ -123,19 +124,7 @@ class Rig:
 
     def drain(self, name: str) -> list[bytes]:
         """Pull and ack everything waiting on the observation subscription of topic ``name``."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        out: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.watch[name], "max_messages": 1000},
-                timeout=5,
-                retry=None,
-            )
-            if not response.received_messages:
-                return out
-            out.extend(bytes(m.message.data) for m in response.received_messages)
-            ack_ids = [m.ack_id for m in response.received_messages]
-            client.acknowledge(request={"subscription": self.watch[name], "ack_ids": ack_ids})
+        return pull_all(self.stack.endpoints.pubsub_target, self.watch[name])
 
 
 def _table_ids(stack: LocalStack, wanted: set[str]) -> set[str]:
