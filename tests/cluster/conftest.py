@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
@@ -38,7 +36,12 @@ from plowline_devstack.stack.spark_cluster import (
     submit_environment,
 )
 from support.configs import bigquery_config, write_config_files
-from support.stack import event_counts, pull_all
+from support.stack import (
+    create_events_table,
+    event_counts,
+    pull_all,
+    topic_with_subscription,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "deploy" / "docker" / "loader" / "driver.py"
@@ -227,20 +230,11 @@ def _new_rig(
     name = uuid.uuid4().hex[:10]
     table = f"events_{name}"
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
-    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
-    client.create_table(bigquery.Table(f"{stack.project}.{stack.dataset}.{table}", schema=schema))
+    create_events_table(client, f"{stack.project}.{stack.dataset}.{table}")
     endpoint = stack.endpoints.pubsub_target
-    publisher, subscriber = publisher_client(endpoint), subscriber_client(endpoint)
+    subscriber = subscriber_client(endpoint)
     project = f"projects/{stack.project}"
-    topic = f"{project}/topics/in-{name}"
-    publisher.create_topic(request={"name": topic})
-    subscriber.create_subscription(
-        request={
-            "name": f"{project}/subscriptions/in-{name}",
-            "topic": topic,
-            "ack_deadline_seconds": ACK_DEADLINE_S,
-        }
-    )
+    topic, _ = topic_with_subscription(endpoint, stack.project, f"in-{name}", None, ACK_DEADLINE_S)
     watch = {}
     for output in ("bad-rows", "failed-inserts"):
         path = f"{project}/subscriptions/watch-{output}-{name}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from google.cloud import bigquery
-from plowline_cloud.clients import subscriber_client
+from plowline_cloud.clients import publisher_client, subscriber_client
+from plowline_core.event.fields import ATOMIC_COLUMNS
 
 
 def pull_all(
@@ -40,3 +41,29 @@ def event_counts(client: bigquery.Client, table: str, **result: Any) -> tuple[in
     sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{table}`"
     row = next(iter(client.query(sql).result(**result)))
     return int(row["n"]), int(row["d"])
+
+
+def topic_with_subscription(
+    target: str, project: str, topic: str, subscription: str | None = None, ack_deadline_s: int = 10
+) -> tuple[str, str]:
+    """Create topic ``topic`` and its subscription (named ``subscription``, default the topic's).
+
+    Returns both full paths (``projects/P/topics/T``, ``projects/P/subscriptions/S``).
+    """
+    topic_path = f"projects/{project}/topics/{topic}"
+    subscription_path = f"projects/{project}/subscriptions/{subscription or topic}"
+    publisher_client(target).create_topic(request={"name": topic_path})
+    subscriber_client(target).create_subscription(
+        request={
+            "name": subscription_path,
+            "topic": topic_path,
+            "ack_deadline_seconds": ack_deadline_s,
+        }
+    )
+    return topic_path, subscription_path
+
+
+def create_events_table(client: bigquery.Client, table: str) -> None:
+    """Create ``table`` (``project.dataset.table``) with the atomic columns and nothing else."""
+    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
+    client.create_table(bigquery.Table(table, schema=schema))

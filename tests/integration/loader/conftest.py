@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
@@ -35,7 +33,12 @@ from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from support.configs import bigquery_config, write_config_files
-from support.stack import event_counts, pull_all
+from support.stack import (
+    create_events_table,
+    event_counts,
+    pull_all,
+    topic_with_subscription,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -266,10 +269,9 @@ def channel(pubsub_emulator: PubSubEmulator) -> Channel:
 
 def _new_channel(emulator: PubSubEmulator) -> Channel:
     name = uuid.uuid4().hex[:12]
-    topic, subscription = f"{PROJECT}/topics/t-{name}", f"{PROJECT}/subscriptions/s-{name}"
-    publisher_client(emulator.endpoint).create_topic(request={"name": topic})
-    subscriber_client(emulator.endpoint).create_subscription(
-        request={"name": subscription, "topic": topic, "ack_deadline_seconds": 10}
+    project = PROJECT.removeprefix("projects/")
+    topic, subscription = topic_with_subscription(
+        emulator.endpoint, project, f"t-{name}", f"s-{name}"
     )
     return Channel(topic, subscription, emulator.endpoint, emulator)
 
@@ -412,19 +414,11 @@ def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
     name = uuid.uuid4().hex[:10]
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
     table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
-    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
-    client.create_table(bigquery.Table(table_ref, schema=schema))
-    project = f"projects/{stack.project}"
-    topics = {kind: f"{project}/topics/{kind}-{name}" for kind in ("in", "bad")}
-    subscriptions = {kind: f"{project}/subscriptions/{kind}-{name}" for kind in topics}
-    for kind, topic in topics.items():
-        publisher_client(stack.endpoints.pubsub_target).create_topic(request={"name": topic})
-        subscriber_client(stack.endpoints.pubsub_target).create_subscription(
-            request={
-                "name": subscriptions[kind],
-                "topic": topic,
-                "ack_deadline_seconds": RIG_ACK_DEADLINE_S,
-            }
+    create_events_table(client, table_ref)
+    topics, subscriptions = {}, {}
+    for kind in ("in", "bad"):
+        topics[kind], subscriptions[kind] = topic_with_subscription(
+            stack.endpoints.pubsub_target, stack.project, f"{kind}-{name}", None, RIG_ACK_DEADLINE_S
         )
     config = bigquery_config(
         name="write modes test",
