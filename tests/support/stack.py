@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from typing import Any
 
 from google.cloud import bigquery
@@ -67,3 +69,12 @@ def create_events_table(client: bigquery.Client, table: str) -> None:
     """Create ``table`` (``project.dataset.table``) with the atomic columns and nothing else."""
     schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
     client.create_table(bigquery.Table(table, schema=schema))
+
+
+def answers(port: int, path: str = "/readyz") -> bool:
+    """Return True when a service on loopback ``port`` answers 200 on ``path``."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False

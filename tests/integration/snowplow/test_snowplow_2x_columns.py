@@ -20,8 +20,6 @@ import contextlib
 import json
 import random
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.provisioning import provision_pubsub, provision_storage
 from plowline_devstack.stack.servers import free_port
 from support.configs import embedded, resolver_config, write_json
+from support.stack import answers
 
 V2CONFIG = Path(__file__).resolve().parents[2] / "data" / "v2config"
 TABLE = "v2_e2e"  # e2e.hocon's output.good.table
@@ -214,14 +213,6 @@ def _resolver(directory: Path) -> Path:
     return write_json(path, resolver_config(embedded(V2CONFIG / "iglu", name="ours")))
 
 
-def _answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @dataclass
 class Outcome:
     """What the run left: rows by event id, failed events by event id, the table's schema."""
@@ -313,7 +304,7 @@ def outcome(
 
     def ready() -> bool:
         listening = "listening" in services[1].tail()
-        return listening and _answers(loader_port) and _answers(repeater_port)
+        return listening and answers(loader_port) and answers(repeater_port)
 
     if not eventually(ready, timeout=180, every=1.0):
         pytest.fail("\n\n".join(s.tail() for s in services), pytrace=False)

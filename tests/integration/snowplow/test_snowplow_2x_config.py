@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.provisioning import provision, provision_pubsub, provision_storage
 from plowline_devstack.stack.servers import free_port
 from support.configs import embedded, resolver_config, write_json
+from support.stack import answers
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 MONEY = ("tr_total", "ti_price_base")
@@ -38,14 +37,6 @@ output {
 }
 monitoring.healthProbe.port = PORT
 """
-
-
-def _answers(port: int, path: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture
@@ -112,7 +103,7 @@ def test_the_loader_starts_and_creates_2x_table(
         "plowline_loader.cli", "--config", str(config), "--iglu-config", str(resolver)
     )
 
-    ready = eventually(lambda: _answers(port, "/readyz") or loader.process.poll(), timeout=180)
+    ready = eventually(lambda: answers(port, "/readyz") or loader.process.poll(), timeout=180)
 
     assert (ready, loader.process.poll()) == (True, None), loader.tail()
     assert _shape(_table(local_stack, table)) == V2_SHAPE, loader.tail()
@@ -151,7 +142,7 @@ def test_every_other_service_starts_from_the_2x_config(
     def up() -> Any:
         if variable is None:
             return "listening" in service.tail() or service.process.poll()
-        return _answers(port, "/readyz") or service.process.poll()
+        return answers(port, "/readyz") or service.process.poll()
 
     started = eventually(up, timeout=60)
 

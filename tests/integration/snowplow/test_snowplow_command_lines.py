@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from plowline_cloud.clients import bigquery_client
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
 from support.configs import embedded, resolver_config
+from support.stack import answers
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 # Snowplow 0.x: the self-describing bigquery_config (the local stack's names).
@@ -68,14 +67,6 @@ def _b64(text: str) -> str:
 V0_CONFIG = _b64(json.dumps(CONFIG))
 V1_CONFIG = _b64(V1_HOCON.replace("TABLE", "events"))
 RESOLVER_B64 = _b64(json.dumps(RESOLVER))
-
-
-def _answers(port: int, path: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture
@@ -137,7 +128,7 @@ def test_the_loader_starts_from_snowplows_arguments(
     clean = 0  # the exit code of a command that did its job
     loader = start_service("plowline_loader.cli", *arguments)
 
-    ready = eventually(lambda: _answers(port, "/readyz") or loader.process.poll(), timeout=120)
+    ready = eventually(lambda: answers(port, "/readyz") or loader.process.poll(), timeout=120)
 
     running = (True, None)
     assert running == (ready, loader.process.poll()), loader.tail()
@@ -246,7 +237,7 @@ def test_the_repeater_starts_from_snowplows_arguments(
     clean = 0  # the exit code of a command that did its job
     repeater = start_service("plowline_repeater.cli", *arguments)
 
-    ready = eventually(lambda: _answers(port, "/readyz") or repeater.process.poll())
+    ready = eventually(lambda: answers(port, "/readyz") or repeater.process.poll())
 
     running = (True, None)
     assert running == (ready, repeater.process.poll()), repeater.tail()
@@ -269,7 +260,7 @@ def test_the_dead_letter_writer_runs_without_a_subcommand_on_a_1x_config(
         "--badRowsSub=bad-rows-deadletter", "--bucket=gs://plowline-bad-rows/snowplow-1x",
     )  # fmt: skip
 
-    ready = eventually(lambda: _answers(port, "/readyz") or writer.process.poll())
+    ready = eventually(lambda: answers(port, "/readyz") or writer.process.poll())
 
     running = (True, None)
     assert running == (ready, writer.process.poll()), writer.tail()

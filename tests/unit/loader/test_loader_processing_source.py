@@ -15,15 +15,7 @@ from plowline_loader.source.processing import ProcessingStreamReader, processing
 from pyspark import cloudpickle
 from support.configs import bigquery_config
 
-_CONFIG = bigquery_config(
-    name="processing source test",
-    project="p",
-    dataset="d",
-    input="enriched-in",
-    types_subscription="types-sub",
-    bad_rows="bad",
-    failed_inserts="failed",
-)
+_CONFIG = bigquery_config(name="processing source test")
 # What the planner processes must not import: the loader's transform and sinks.
 _HEAVY = ("plowline_loader.partition", "plowline_loader.pipeline", "plowline_loader.bootstrap")
 _PLAN = """

@@ -14,15 +14,7 @@ APIKEY = "5c1a7e42-apikey-never-logged"
 _RESOLVER = resolver_config(
     http("https://iglu.acme.com/api", name="acme", apikey=APIKEY), cache_size=500, cache_ttl=None
 )
-_CONFIG = bigquery_config(
-    name="repr test",
-    project="p",
-    dataset="d",
-    input="enriched-in",
-    types_subscription="types-sub",
-    bad_rows="bad",
-    failed_inserts="failed",
-)
+_CONFIG = bigquery_config(name="repr test")
 
 
 def _config(tmp_path: Path) -> WorkerConfig:

@@ -56,15 +56,7 @@ def _config(tmp_path: Path) -> WorkerConfig:
     )
 
 
-_CONFIG = bigquery_config(
-    name="worker heap test",
-    project="p",
-    dataset="d",
-    input="enriched-in",
-    types_subscription="types-sub",
-    bad_rows="bad",
-    failed_inserts="failed",
-)
+_CONFIG = bigquery_config(name="worker heap test")
 
 
 @pytest.mark.usefixtures("fresh_worker")
