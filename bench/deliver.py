@@ -39,8 +39,8 @@ from pathlib import Path
 from plowline_cloud.row_sink import MAX_REQUEST_BYTES, encoded_entry, request_body
 from plowline_core.ports import Row
 from plowline_core.schema.widening import missing_fields
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import start_stack
+from plowline_devstack.stack.lifecycle import start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import build_processor
 from plowline_loader.partition import CHUNK_MESSAGES
 from plowline_loader.pipeline import BatchProcessor, InboundMessage, PreparedBatch

@@ -49,8 +49,8 @@ from plowline_core.ports import Row
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.testing.tsv import with_entities
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import LocalStack, start_stack
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import WorkerConfig, build_processor
 from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.spark import SparkSettings, build_spark_session

@@ -39,15 +39,15 @@ from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.spark_cluster import (
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
+from plowline_devstack.stack.spark_cluster import (
     ClusterSpec,
     SparkCluster,
     python_driver,
     start_cluster,
     submit_environment,
 )
-from plowline_devstack.stack import LocalStack, start_stack
 from process_cpu import cpu_seconds, tree
 
 DRIVER = Path(__file__).resolve().parents[1] / "deploy" / "docker" / "loader" / "driver.py"

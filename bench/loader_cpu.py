@@ -61,9 +61,9 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.transform.row import RowBuilder
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack, start_stack
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
+from plowline_devstack.stack.servers import free_port
 from plowline_loader.bootstrap import WorkerConfig, build_resolver
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -37,9 +37,9 @@ from plowline_cloud.clock import SystemClock
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.config import LoadKind, LoadMode, WriteStreamKind
 from plowline_core.schema.columns import column_field
-from plowline_devstack.faults import NO_FAULTS, FaultPlan, load_faults
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import LocalStack, start_stack
+from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan, load_faults
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.spark import SparkSettings, build_spark_session
 from pyspark.sql import SparkSession

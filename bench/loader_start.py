@@ -58,9 +58,9 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ShredProperty
 from plowline_core.testing.tsv import with_entities
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack, start_stack
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
+from plowline_devstack.stack.servers import free_port
 from process_cpu import cpu_seconds
 from process_cpu import tree as process_tree
 

@@ -1,6 +1,6 @@
 """Mutation lag on the local stack: type published on the types topic → column visible (tables.get).
 
-Starts the local stack (``plowline_devstack.stack.start_stack``), runs the mutator's
+Starts the local stack (``plowline_devstack.stack.lifecycle.start_stack``), runs the mutator's
 listener in-process on the provisioned ``types-mutator`` subscription, publishes ``N`` new
 types one by one and, for each, polls ``tables.get`` until the column is there.
 
@@ -31,8 +31,8 @@ from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.names import column_name
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import start_stack
+from plowline_devstack.stack.lifecycle import start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator

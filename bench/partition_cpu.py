@@ -41,8 +41,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import start_stack
+from plowline_devstack.stack.lifecycle import start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader import partition as partition_module
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.partition import AckSettings, StreamingPartition

@@ -62,8 +62,8 @@ from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder
-from plowline_devstack.provisioning import StackConfig
-from plowline_devstack.stack import LocalStack, start_stack
+from plowline_devstack.stack.lifecycle import LocalStack, start_stack
+from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.spark import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings

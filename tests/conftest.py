@@ -6,7 +6,7 @@ Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration
 tiers share it (integration, cluster): in one session the stack starts once.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
-tier's local stack with that fault plan (``plowline_devstack/faults.py``; default none).
+tier's local stack with that fault plan (``plowline_devstack/faults/plan.py``; default none).
 ``PLOWLINE_TEST_BUDGET_S`` bounds a session's wall time: once it is spent, every test not yet
 started fails at setup, naming the budget, so a run that goes wrong (a stack that broke and
 makes every later test wait out its timeouts) ends with a full report rather than being cut
@@ -36,7 +36,7 @@ settings.register_profile("plowline", deadline=None, suppress_health_check=[Heal
 settings.load_profile("plowline")
 
 if TYPE_CHECKING:
-    from plowline_devstack.stack import LocalStack
+    from plowline_devstack.stack.lifecycle import LocalStack
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="FILE",
         help="start the integration tier's local stack with this fault file (TOML or JSON; "
-        "see plowline_devstack/faults.py); default: no faults",
+        "see plowline_devstack/faults/plan.py); default: no faults",
     )
 
 
@@ -151,9 +151,9 @@ def local_stack(
 ) -> Iterator[LocalStack]:
     """The local stack, started once per session with the default config (and ``--faults``)."""
     from plowline_core.errors import ConfigError
-    from plowline_devstack.faults import load_faults
-    from plowline_devstack.provisioning import StackConfig
-    from plowline_devstack.stack import StackStartError, start_stack
+    from plowline_devstack.faults.plan import load_faults
+    from plowline_devstack.stack.lifecycle import StackStartError, start_stack
+    from plowline_devstack.stack.provisioning import StackConfig
 
     data_dir = tmp_path_factory.mktemp("local-stack")
     try:

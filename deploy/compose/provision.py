@@ -20,7 +20,7 @@ from pathlib import Path
 
 from plowline_core.errors import PlowlineError
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.provisioning import (
+from plowline_devstack.stack.provisioning import (
     StackConfig,
     load_config,
     provision_bigquery,

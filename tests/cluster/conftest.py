@@ -1,6 +1,6 @@
 """Cluster fixtures: a Spark standalone cluster (a master, two 1-core workers) and loader rigs.
 
-The cluster starts once for the tier (``plowline_devstack.spark_cluster``, the same code
+The cluster starts once for the tier (``plowline_devstack.stack.spark_cluster``, the same code
 ``plowline dev up --workers`` runs) and stops at its end, JVMs killed even when a test
 failed; the local stack is the session's (root conftest). Each test gets a fresh events
 table, input topic and subscription, and watch subscriptions on ``bad-rows`` and
@@ -14,7 +14,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import urllib.request
 import uuid
@@ -24,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.spark_cluster import (
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
+from plowline_devstack.stack.spark_cluster import (
     ClusterSpec,
     SparkCluster,
     SparkClusterError,
@@ -36,7 +35,13 @@ from plowline_devstack.spark_cluster import (
     start_cluster,
     submit_environment,
 )
-from plowline_devstack.stack import LocalStack
+from support.configs import bigquery_config, write_config_files
+from support.stack import (
+    create_events_table,
+    event_counts,
+    pull_all,
+    topic_with_subscription,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "deploy" / "docker" / "loader" / "driver.py"
@@ -148,25 +153,11 @@ class ClusterRig:
     def counts(self) -> tuple[int, int]:
         """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
         client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
-        row = next(iter(client.query(sql).result()))
-        return int(row["n"]), int(row["d"])
+        return event_counts(client, self.table_ref)
 
     def drain(self, name: str) -> list[bytes]:
         """Pull and ack everything waiting on the watch subscription of topic ``name``."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        out: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.watch[name], "max_messages": 1000},
-                timeout=5,
-                retry=None,
-            )
-            if not response.received_messages:
-                return out
-            out.extend(bytes(m.message.data) for m in response.received_messages)
-            ack_ids = [m.ack_id for m in response.received_messages]
-            client.acknowledge(request={"subscription": self.watch[name], "ack_ids": ack_ids})
+        return pull_all(self.stack.endpoints.pubsub_target, self.watch[name])
 
     def bad_rows_for(self, markers: list[str]) -> list[str]:
         """Return the marker of every bad row seen so far that names one (with repeats)."""
@@ -181,7 +172,7 @@ class ClusterRig:
 
     def submit(self, command: str, *args: str, checkpoint: str = "checkpoint") -> Submitted:
         """``spark-submit`` the loader's ``command`` to the cluster, in its own process group."""
-        port = _free_port()
+        port = free_port()
         loader_args = [
             command, "--config", str(self.config_file), "--resolver", str(self.resolver_file),
         ]  # fmt: skip
@@ -197,12 +188,6 @@ class ClusterRig:
         submitted = Submitted(process, log, port)
         self.submitted.append(submitted)
         return submitted
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="package")
@@ -245,68 +230,23 @@ def _new_rig(
     name = uuid.uuid4().hex[:10]
     table = f"events_{name}"
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
-    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
-    client.create_table(bigquery.Table(f"{stack.project}.{stack.dataset}.{table}", schema=schema))
+    create_events_table(client, f"{stack.project}.{stack.dataset}.{table}")
     endpoint = stack.endpoints.pubsub_target
-    publisher, subscriber = publisher_client(endpoint), subscriber_client(endpoint)
+    subscriber = subscriber_client(endpoint)
     project = f"projects/{stack.project}"
-    topic = f"{project}/topics/in-{name}"
-    publisher.create_topic(request={"name": topic})
-    subscriber.create_subscription(
-        request={
-            "name": f"{project}/subscriptions/in-{name}",
-            "topic": topic,
-            "ack_deadline_seconds": ACK_DEADLINE_S,
-        }
-    )
+    topic, _ = topic_with_subscription(endpoint, stack.project, f"in-{name}", None, ACK_DEADLINE_S)
     watch = {}
     for output in ("bad-rows", "failed-inserts"):
         path = f"{project}/subscriptions/watch-{output}-{name}"
         subscriber.create_subscription(request={"name": path, "topic": stack.topic_path(output)})
         watch[output] = path
-    config_file, resolver_file = root / "config.json", root / "resolver.json"
-    config_file.write_text(json.dumps(_bigquery_config(stack, table, f"in-{name}", load)))
-    resolver_file.write_text(json.dumps(_resolver(root)))
+    config = bigquery_config(
+        name="cluster test",
+        project=stack.project,
+        dataset=stack.dataset,
+        table=table,
+        input=f"in-{name}",
+        load=load,
+    )
+    config_file, resolver_file = write_config_files(root, config)
     return ClusterRig(stack, cluster, root, table, topic, watch, config_file, resolver_file)
-
-
-def _bigquery_config(
-    stack: LocalStack, table: str, subscription: str, load: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "cluster test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": stack.project,
-            "datasetId": stack.dataset,
-            "tableId": table,
-            "input": subscription,
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": "bad-rows",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
-
-
-def _resolver(root: Path) -> dict[str, Any]:
-    repository = root / "iglu"
-    repository.mkdir()
-    return {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "cacheTtl": 60,
-            "repositories": [
-                {
-                    "name": "empty",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(repository)}},
-                }
-            ],
-        },
-    }

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from plowline_devstack.endpoints import ENV_NAMES
-from plowline_devstack.spark_cluster import read_cluster
+from plowline_devstack.stack.spark_cluster import read_cluster
 
 PLOWLINE = Path(sys.executable).parent / "plowline"
 

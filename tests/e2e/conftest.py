@@ -1,11 +1,11 @@
 """End-to-end fixtures: the local stack and the four services as processes, once per session.
 
-``pipeline`` is a started :class:`plowline_devstack.demo_run.DemoRun` (the same
+``pipeline`` is a started :class:`plowline_devstack.demo.run.DemoRun` (the same
 orchestration ``plowline demo`` uses): Pub/Sub, BigQuery and Cloud Storage stand-ins, the
 events table, and ``plowline-loader run``, ``plowline-mutator serve``, ``plowline-repeater
 run`` and ``plowline-deadletter run`` as subprocesses with logs under the session's temp
 directory. Before any event, the operator's hand-made legacy_order column (INTEGER where
-the schema says string, ``demo_conflict.py``) is added, so legacy orders never fit.
+the schema says string, ``demo/conflict.py``) is added, so legacy orders never fit.
 ``published`` collects every line a test sends, so each test accounts for all of them.
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from plowline_devstack.demo_run import DemoRun
-from plowline_devstack.demo_services import ServiceError
-from plowline_devstack.generate import GeneratedLine, generate
-from plowline_devstack.stack import StackStartError
+from plowline_devstack.demo.generate import GeneratedLine, generate
+from plowline_devstack.demo.run import DemoRun
+from plowline_devstack.demo.services import ServiceError
+from plowline_devstack.stack.lifecycle import StackStartError
 
 # A killed loader's leased messages come back after the ack deadline: keep it short.
 _LOADER_ENV = {"PLOWLINE_LOADER_ACK_DEADLINE": "10", "PLOWLINE_LOADER_LEASE_INTERVAL": "3"}

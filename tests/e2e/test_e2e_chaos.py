@@ -1,6 +1,6 @@
 """Chaos end to end, in every write mode: faults on, every service SIGKILLed three times.
 
-Each mode runs the scenario ``plowline demo --chaos`` runs (``plowline_devstack.chaos``) on
+Each mode runs the scenario ``plowline demo --chaos`` runs (``plowline_devstack.demo.chaos``) on
 a stack of its own, at CI size: 2,000 events (5% malformed, a quarter three years old)
 published over 45 s with the 1% fault plan on, the loader, mutator, repeater and
 dead-letter writer each SIGKILLed and restarted three times at seeded random moments.
@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plowline_devstack.chaos import ChaosPlan, run_chaos
-from plowline_devstack.chaos_verdict import report_lines, verdict
-from plowline_devstack.demo_chaos import DEFAULT_FAULTS
-from plowline_devstack.faults import load_faults
-from plowline_devstack.write_modes import WRITE_MODES
+from plowline_devstack.demo.chaos import ChaosPlan, run_chaos
+from plowline_devstack.demo.chaos_command import DEFAULT_FAULTS
+from plowline_devstack.demo.chaos_verdict import report_lines, verdict
+from plowline_devstack.demo.write_modes import WRITE_MODES
+from plowline_devstack.faults.plan import load_faults
 
 _EVENTS = 2000
 _WINDOW_S = 45.0

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from plowline_devstack.demo_run import DemoRun
-from plowline_devstack.demo_services import LOADER
-from plowline_devstack.generate import generate
+from plowline_devstack.demo.generate import generate
+from plowline_devstack.demo.run import DemoRun
+from plowline_devstack.demo.services import LOADER
 
 _ENV = {
     "PLOWLINE_LOADER_ACK_DEADLINE": "10",

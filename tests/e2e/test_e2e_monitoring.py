@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from plowline_devstack.demo_monitor import MonitorReport, Prometheus, evaluate, start_prometheus
-from plowline_devstack.demo_run import DemoRun
-from plowline_devstack.demo_services import ServiceError
-from plowline_devstack.generate import GeneratedLine
-from plowline_devstack.stack import StackStartError
+from plowline_devstack.demo.generate import GeneratedLine
+from plowline_devstack.demo.monitor import MonitorReport, Prometheus, evaluate, start_prometheus
+from plowline_devstack.demo.run import DemoRun
+from plowline_devstack.demo.services import ServiceError
+from plowline_devstack.stack.lifecycle import StackStartError
 
 _JOBS = ("plowline-loader", "plowline-mutator", "plowline-repeater", "plowline-deadletter")
 

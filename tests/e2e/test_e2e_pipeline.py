@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft4Validator
-from plowline_devstack.demo_conflict import CONFLICT_COLUMN, CONFLICT_FIELD
-from plowline_devstack.demo_run import DemoRun
-from plowline_devstack.demo_services import DEAD_END_PREFIX, LOADER
-from plowline_devstack.generate import DEAD_END, GeneratedLine
+from plowline_devstack.demo.conflict import CONFLICT_COLUMN, CONFLICT_FIELD
+from plowline_devstack.demo.generate import DEAD_END, GeneratedLine
+from plowline_devstack.demo.run import DemoRun
+from plowline_devstack.demo.services import DEAD_END_PREFIX, LOADER
 
 _RECOVERY_ERROR = "com.snowplowanalytics.snowplow.badrows/loader_recovery_error/jsonschema/1-0-0"
 _NEVER_FITTING = 12

@@ -5,7 +5,7 @@ provisions the default config (project ``plowline-local``, dataset ``snowplow``,
 ``events``, topics ``enriched``/``types``/``bad-rows``/``failed-inserts`` and their
 subscriptions, buckets ``plowline-dead-end``/``plowline-bad-rows``), points the Google
 clients at it through the environment for the whole session, and stops it at the end.
-It yields a :class:`plowline_devstack.stack.LocalStack`: ``.endpoints`` (ports, URLs),
+It yields a :class:`plowline_devstack.stack.lifecycle.LocalStack`: ``.endpoints`` (ports, URLs),
 ``.env()``, ``.project``, ``.dataset``, ``.table``, ``.table_ref``, ``.config.topics``,
 ``.config.subscriptions``, ``.config.buckets``, ``.topic_path(name)``,
 ``.subscription_path(name)``.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,37 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.configs import bigquery_config, resolver_config
 
-CONFIG = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "plowline integration",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "plowline-local",
-        "datasetId": "snowplow",
-        "tableId": "events",
-        "input": "enriched-loader",
-        "typesTopic": "types",
-        "typesSubscription": "types-mutator",
-        "badRows": "bad-rows",
-        "failedInserts": "failed-inserts",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+CONFIG = bigquery_config(name="plowline integration", input="enriched-loader")
 _PLAIN_LOGS = {"PLOWLINE_DEADLETTER_LOG_JSON": "false", "PLOWLINE_REPEATER_LOG_JSON": "false"}
 """Services started by tests log plain text, so a failing test's log tail reads easily."""
-RESOLVER = {
-    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-    "data": {"cacheSize": 10, "cacheTtl": 60, "repositories": []},
-}
-
-
-def free_port() -> int:
-    """Return a loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+RESOLVER = resolver_config(cache_size=10, cache_ttl=60)
 
 
 def _eventually(check: Callable[[], Any], timeout: float = 30.0, every: float = 0.3) -> Any:
@@ -166,7 +140,7 @@ def google_pubsub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     machines have it), so there it fails instead.
     """
     from plowline_devstack.pubsub.google import HOW_TO_GET, GooglePubSubEmulator, find_launcher
-    from plowline_devstack.servers import free_port as any_free_port
+    from plowline_devstack.stack.servers import free_port as any_free_port
 
     launcher = find_launcher()
     if launcher is None:

@@ -32,10 +32,11 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.messages import encode_types
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
 from plowline_loader.bootstrap import WorkerConfig, build_processor, load_bigquery_config
 from plowline_loader.pipeline import InboundMessage
+from support.configs import bigquery_config, write_json
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libs/devstack/src/plowline_devstack/examples"
 CHECKOUT = "iglu:com.acme/checkout_started/jsonschema/1-0-0"
@@ -91,23 +92,14 @@ class TypedTable:
     def config_file(self, load: dict[str, Any]) -> Path:
         """Write a bigquery_config for this table and ``load``; return its path."""
         path = self.root / f"config-{uuid.uuid4().hex[:6]}.json"
-        data = {
-            "name": "hand-made columns",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": self.stack.project,
-            "datasetId": self.stack.dataset,
-            "tableId": self.table_ref.rsplit(".", 1)[1],
-            "input": "enriched-loader",
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": "bad-rows",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        }
-        schema = "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0"
-        path.write_text(json.dumps({"schema": schema, "data": data}))
-        return path
+        config = bigquery_config(
+            name="hand-made columns",
+            project=self.stack.project,
+            dataset=self.stack.dataset,
+            table=self.table_ref.rsplit(".", 1)[1],
+            load=load,
+        )
+        return write_json(path, config)
 
     @property
     def resolver_file(self) -> Path:

@@ -45,7 +45,7 @@ def cloud_endpoints(
         return
     except pytest.FixtureLookupError:
         pass
-    from plowline_devstack.stack import start_stack
+    from plowline_devstack.stack.lifecycle import start_stack
 
     stack = start_stack(Path(tmp_path_factory.mktemp("cloud-stack")), persistent=False)
     try:

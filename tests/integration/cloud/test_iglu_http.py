@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 from plowline_cloud.iglu import HttpRegistry, load_resolver
 from plowline_core.badrows import IgluErrorRow
@@ -26,6 +24,7 @@ from plowline_core.schema.entity import ColumnMode
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder
+from support.configs import http, resolver_config, write_json
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 KEY = SchemaKey.parse("iglu:com.acme/checkout_started/jsonschema/1-0-0")
@@ -338,31 +337,14 @@ def test_a_redirect_loop_is_unavailable(server: _Server, script: _Script) -> Non
     assert expected == len(script.seen)
 
 
-def _resolver_file(tmp_path: Path, *repositories: dict[str, Any]) -> Path:
-    path = tmp_path / "resolver.json"
-    document = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {"cacheSize": 100, "cacheTtl": 600, "repositories": list(repositories)},
-    }
-    path.write_bytes(orjson.dumps(document))
-    return path
-
-
-def _http_repository(name: str, uri: str, priority: int = 0, **extra: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "priority": priority,
-        "vendorPrefixes": [],
-        "connection": {"http": {"uri": uri, **extra}},
-    }
-
-
 def test_a_403_static_registry_makes_an_unknown_schema_a_bad_row(
     server: _Server, script: _Script, tmp_path: Path
 ) -> None:
     """An event whose schema a no-apikey registry answers 403 for is a loader_iglu_error bad row."""
     script.replies[PATH] = [(403, b"<Error><Code>AccessDenied</Code></Error>")]
-    path = _resolver_file(tmp_path, _http_repository("static", f"{_base(server)}/api"))
+    path = write_json(
+        tmp_path / "resolver.json", resolver_config(http(name="static", uri=f"{_base(server)}/api"))
+    )
     resolver = load_resolver(path, FixedClock(T0))
     line = enriched_line(unstruct_event=(KEY.to_uri(), {"x": 1}))
     row = RowBuilder(resolver, ColumnMode.FULL).transform_line(line)
@@ -377,8 +359,10 @@ def test_a_403_from_a_registry_with_an_apikey_holds_the_event_back(
 ) -> None:
     """With an apikey, a 403 is a wrong key: RegistryUnavailable, never a bad row."""
     script.replies[PATH] = [(403, b"{}")]
-    repository = _http_repository("server", f"{_base(server)}/api", apikey="wrong")
-    resolver = load_resolver(_resolver_file(tmp_path, repository), FixedClock(T0))
+    repository = http(name="server", uri=f"{_base(server)}/api", apikey="wrong")
+    resolver = load_resolver(
+        write_json(tmp_path / "resolver.json", resolver_config(repository)), FixedClock(T0)
+    )
     line = enriched_line(unstruct_event=(KEY.to_uri(), {"x": 1}))
     with pytest.raises(RegistryUnavailable, match="apikey is wrong"):
         RowBuilder(resolver, ColumnMode.FULL).transform_line(line)
@@ -389,8 +373,8 @@ def test_the_not_found_setting_makes_403_not_found_for_a_keyed_registry(
 ) -> None:
     """The per-repository override takes precedence over the apikey default."""
     script.replies[PATH] = [(403, b"{}")]
-    repository = _http_repository("server", f"{_base(server)}/api", apikey="k")
-    path = _resolver_file(tmp_path, repository)
+    repository = http(name="server", uri=f"{_base(server)}/api", apikey="k")
+    path = write_json(tmp_path / "resolver.json", resolver_config(repository))
     resolver = load_resolver(path, FixedClock(T0), not_found={"server": frozenset({403})})
     assert isinstance(resolver.resolve(KEY), SchemaNotFound)
 

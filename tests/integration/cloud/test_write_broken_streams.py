@@ -28,9 +28,9 @@ from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack import probes, servers
 from plowline_devstack.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import probes, servers
 
 PROJECT = "plowline-broken-streams"
 DATASET = "snowplow"

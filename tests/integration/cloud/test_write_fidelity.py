@@ -20,9 +20,9 @@ from plowline_cloud.clients import bigquery_client
 from plowline_cloud.write_api import write_client
 from plowline_cloud.write_api_proto import RowEncoder
 from plowline_core.schema.field import Field
-from plowline_devstack import servers
 from plowline_devstack.bigquery.write_streams import WRITE_API_CONNECTION, WRITE_API_CORRECTIONS
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import servers
 
 RETRY = DEFAULT_RETRY.with_deadline(20)
 Pair = tuple[bigquery.Client, BigQueryWriteClient]

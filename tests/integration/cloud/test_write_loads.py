@@ -16,8 +16,8 @@ from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.ports import InsertReason, Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack import servers
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import servers
 
 RETRY = DEFAULT_RETRY.with_deadline(30)
 BUCKET = "plowline-dead-end"

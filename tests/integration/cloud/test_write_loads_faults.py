@@ -23,9 +23,9 @@ from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack import probes, servers
 from plowline_devstack.clients import bigquery_client, storage_client
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import probes, servers
 
 PROJECT = "plowline-load-faults"
 SCHEMA = [bigquery.SchemaField("event_id", "STRING", mode="REQUIRED")]

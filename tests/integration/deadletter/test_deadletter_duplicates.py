@@ -25,9 +25,9 @@ from plowline_cloud.storage import GcsBlobStore
 from plowline_core.config import DeadLetterOptions
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
-from plowline_devstack.faults import parse_faults
+from plowline_devstack.faults.plan import parse_faults
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.pubsub.faults import PubSubFaults
 
 BUCKET = "plowline-bad-rows"
 PROJECT = "plowline-deadletter-faults"

@@ -27,6 +27,7 @@ from plowline_core.config import DeadLetterOptions
 from plowline_deadletter.lookback import Lookback, recall_at_start
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
+from support.stack import topic_with_subscription
 
 BUCKET = "plowline-bad-rows"
 VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
@@ -43,11 +44,8 @@ class Channel:
     def __post_init__(self) -> None:
         self.publisher = publisher_client(self.stack.endpoints.pubsub_target)
         self.subscriber = subscriber_client(self.stack.endpoints.pubsub_target)
-        self.topic = f"projects/{self.stack.project}/topics/{self.name}"
-        self.subscription = f"projects/{self.stack.project}/subscriptions/{self.name}"
-        self.publisher.create_topic(name=self.topic)
-        self.subscriber.create_subscription(
-            name=self.subscription, topic=self.topic, ack_deadline_seconds=10
+        self.topic, self.subscription = topic_with_subscription(
+            self.stack.endpoints.pubsub_target, self.stack.project, self.name
         )
 
     def publish(self, *messages: bytes) -> None:

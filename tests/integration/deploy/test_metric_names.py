@@ -25,6 +25,7 @@ import httpx
 import pytest
 import yaml
 from plowline_cloud.clients import publisher_client, subscriber_client
+from support.configs import bigquery_config, resolver_config, write_config_files
 
 REPO = Path(__file__).resolve().parents[3]
 MONITORING = REPO / "deploy" / "monitoring"
@@ -91,32 +92,18 @@ def _page(port: int) -> str | None:
 
 def _config(stack: Any, directory: Path) -> tuple[Path, Path]:
     """A bigquery_config whose input and types subscriptions are this test's own."""
-    data = {
-        "projectId": stack.project,
-        "datasetId": stack.dataset,
-        "tableId": stack.table,
-        "input": _fresh_subscription(stack),
-        "typesTopic": "types",
-        "typesSubscription": _fresh_subscription(stack),
-        "badRows": "bad-rows",
-        "failedInserts": "failed-inserts",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-        "name": "metric names",
-        "id": str(uuid.uuid4()),
-    }
-    schema = "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0"
-    config, resolver = directory / "config.json", directory / "resolver.json"
-    config.write_text(json.dumps({"schema": schema, "data": data}))
-    resolver.write_text(
-        json.dumps(
-            {
-                "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-                "data": {"cacheSize": 10, "cacheTtl": 60, "repositories": [_UNUSED_REGISTRY]},
-            }
-        )
+    config = bigquery_config(
+        name="metric names",
+        project=stack.project,
+        dataset=stack.dataset,
+        table=stack.table,
+        input=_fresh_subscription(stack),
+        types_subscription=_fresh_subscription(stack),
+        id=str(uuid.uuid4()),
     )
-    return config, resolver
+    return write_config_files(
+        directory, config, resolver_config(_UNUSED_REGISTRY, cache_size=10, cache_ttl=60)
+    )
 
 
 def test_dashboard_and_alerts_query_only_exported_metrics(

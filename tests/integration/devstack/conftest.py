@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
-from plowline_devstack import probes, servers
 from plowline_devstack.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack.lifecycle import LocalStack
 
 RETRY = DEFAULT_RETRY.with_deadline(2.0)
 

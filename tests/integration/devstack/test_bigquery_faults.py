@@ -30,9 +30,9 @@ from plowline_cloud.write_api_proto import RowEncoder
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.schema.field import Field
-from plowline_devstack import probes, servers
 from plowline_devstack.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import probes, servers
 
 PROJECT = "plowline-faults"
 DATASET = "snowplow"

@@ -11,7 +11,7 @@ from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_devstack.clients import bigquery_client
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 RETRY = DEFAULT_RETRY.with_deadline(5.0)
 SCHEMA = [

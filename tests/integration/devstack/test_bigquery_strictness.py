@@ -12,7 +12,7 @@ import pytest
 from google.api_core.exceptions import BadRequest
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 RETRY = DEFAULT_RETRY.with_deadline(2.0)
 S = bigquery.SchemaField

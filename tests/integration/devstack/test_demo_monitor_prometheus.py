@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
 from plowline_deadletter.metrics import DeadLetterMetrics
-from plowline_devstack.demo_monitor import Prometheus, evaluate, start_prometheus
+from plowline_devstack.demo.monitor import Prometheus, evaluate, start_prometheus
 from plowline_loader.metrics import LoaderMetrics
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_repeater.metrics import RepeaterMetrics

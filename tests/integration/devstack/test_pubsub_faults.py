@@ -17,9 +17,9 @@ from google.cloud import pubsub_v1
 from google.pubsub_v1 import PublisherClient, SubscriberClient, types
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
-from plowline_devstack.faults import parse_faults
+from plowline_devstack.faults.plan import parse_faults
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.pubsub.faults import PubSubFaults
 
 PROJECT = "projects/plowline-faults"
 _names = itertools.count()

@@ -14,7 +14,7 @@ from google.pubsub_v1 import PublisherClient, SubscriberClient, types
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
 from plowline_devstack.pubsub import wait_until_ready
-from plowline_devstack.servers import free_port
+from plowline_devstack.stack.servers import free_port
 
 TOPIC = "projects/plowline-test/topics/durable-topic"
 SUB = "projects/plowline-test/subscriptions/durable-sub"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from plowline_cloud.clients import bigquery_client, subscriber_client
 from plowline_core.errors import ConfigError
-from plowline_devstack.provisioning import StackConfig, load_config, provision
-from plowline_devstack.stack import LocalStack
-from plowline_devstack.stack_config import load_stack
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.provisioning import StackConfig, load_config, provision
 
 
 def test_stack_config_defaults() -> None:

@@ -17,9 +17,9 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 from google.cloud.storage.retry import DEFAULT_RETRY
-from plowline_devstack import probes, servers
 from plowline_devstack.clients import storage_client
 from plowline_devstack.endpoints import Endpoints
+from plowline_devstack.stack import probes, servers
 
 PROJECT = "plowline-faults"
 Start = Callable[..., storage.Bucket]

@@ -8,7 +8,7 @@ import pytest
 from google.api_core.exceptions import PreconditionFailed
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 
 def _bucket(local_stack: LocalStack) -> storage.Bucket:

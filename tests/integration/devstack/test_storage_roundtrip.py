@@ -6,7 +6,7 @@ import uuid
 
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 
 def _client(local_stack: LocalStack) -> storage.Client:

@@ -8,7 +8,6 @@ conftest: the module is registered for pickling by value.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,19 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source import AckingPartition
 from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from support.configs import bigquery_config, write_config_files
+from support.stack import (
+    create_events_table,
+    event_counts,
+    pull_all,
+    topic_with_subscription,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -264,10 +269,9 @@ def channel(pubsub_emulator: PubSubEmulator) -> Channel:
 
 def _new_channel(emulator: PubSubEmulator) -> Channel:
     name = uuid.uuid4().hex[:12]
-    topic, subscription = f"{PROJECT}/topics/t-{name}", f"{PROJECT}/subscriptions/s-{name}"
-    publisher_client(emulator.endpoint).create_topic(request={"name": topic})
-    subscriber_client(emulator.endpoint).create_subscription(
-        request={"name": subscription, "topic": topic, "ack_deadline_seconds": 10}
+    project = PROJECT.removeprefix("projects/")
+    topic, subscription = topic_with_subscription(
+        emulator.endpoint, project, f"t-{name}", f"s-{name}"
     )
     return Channel(topic, subscription, emulator.endpoint, emulator)
 
@@ -357,6 +361,31 @@ class ModeRig:
             staging_bucket=sorted(self.stack.config.buckets)[0],
         )
 
+    def load_backlog(
+        self, spark: SparkSession, max_messages: int, config: WorkerConfig | None = None
+    ) -> tuple[StreamingLoader, tuple[bool, Any]]:
+        """Stream everything published so far through a StreamingLoader, then stop it.
+
+        Returns the stopped loader (its writer's totals) and the query's ``(isActive,
+        exception())`` once everything available was processed.
+        """
+        settings = StreamSettings(
+            checkpoint=str(self.root / "checkpoint"),
+            max_messages=max_messages,
+            pull_timeout_s=0.5,
+            ack_deadline_s=30,
+            lease_interval_s=5.0,
+            backoff_max_s=2.0,
+        )
+        loader = StreamingLoader(spark, config or self.config(), settings)
+        query = loader.start()
+        try:
+            query.processAllAvailable()
+            running = (query.isActive, query.exception())
+        finally:
+            loader.stop(30)
+        return loader, running
+
     def publish(self, event_ids: list[str]) -> None:
         """Publish one enriched line per event id and wait until each is accepted."""
         self.publish_bodies(
@@ -373,98 +402,37 @@ class ModeRig:
     def counts(self) -> tuple[int, int]:
         """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
         client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT event_id) AS d FROM `{self.table_ref}`"
-        row = next(iter(client.query(sql).result()))
-        return int(row["n"]), int(row["d"])
+        return event_counts(client, self.table_ref)
 
     def bad_rows(self) -> list[bytes]:
         """Pull and ack every bad row published so far (the loader confirmed each publish)."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        found: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.bad_rows_subscription, "max_messages": 100},
-                timeout=10,
-            )
-            received = list(response.received_messages)
-            if not received:
-                return found
-            found.extend(bytes(r.message.data) for r in received)
-            client.acknowledge(
-                request={
-                    "subscription": self.bad_rows_subscription,
-                    "ack_ids": [r.ack_id for r in received],
-                }
-            )
+        target = self.stack.endpoints.pubsub_target
+        return pull_all(target, self.bad_rows_subscription, max_messages=100, timeout=10)
 
 
 def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
     name = uuid.uuid4().hex[:10]
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
     table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
-    schema = [bigquery.SchemaField.from_api_repr(column.to_api()) for column in ATOMIC_COLUMNS]
-    client.create_table(bigquery.Table(table_ref, schema=schema))
-    project = f"projects/{stack.project}"
-    topics = {kind: f"{project}/topics/{kind}-{name}" for kind in ("in", "bad")}
-    subscriptions = {kind: f"{project}/subscriptions/{kind}-{name}" for kind in topics}
-    for kind, topic in topics.items():
-        publisher_client(stack.endpoints.pubsub_target).create_topic(request={"name": topic})
-        subscriber_client(stack.endpoints.pubsub_target).create_subscription(
-            request={
-                "name": subscriptions[kind],
-                "topic": topic,
-                "ack_deadline_seconds": RIG_ACK_DEADLINE_S,
-            }
+    create_events_table(client, table_ref)
+    topics, subscriptions = {}, {}
+    for kind in ("in", "bad"):
+        topics[kind], subscriptions[kind] = topic_with_subscription(
+            stack.endpoints.pubsub_target, stack.project, f"{kind}-{name}", None, RIG_ACK_DEADLINE_S
         )
-    config = _bigquery_config(stack, f"events_{name}", name, load)
-    repository = root / "iglu"
-    repository.mkdir()
-    config_file, resolver_file = root / "config.json", root / "resolver.json"
-    config_file.write_text(json.dumps(config))
-    resolver_file.write_text(json.dumps(_empty_resolver(repository)))
+    config = bigquery_config(
+        name="write modes test",
+        project=stack.project,
+        dataset=stack.dataset,
+        table=f"events_{name}",
+        input=f"in-{name}",
+        bad_rows=f"bad-{name}",
+        load=load,
+    )
+    config_file, resolver_file = write_config_files(root, config)
     return ModeRig(
         stack, root, table_ref, topics["in"], subscriptions["bad"], config_file, resolver_file
     )
-
-
-def _empty_resolver(repository: Path) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "cacheTtl": 60,
-            "repositories": [
-                {
-                    "name": "empty",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(repository)}},
-                }
-            ],
-        },
-    }
-
-
-def _bigquery_config(
-    stack: LocalStack, table: str, name: str, load: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "write modes test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": stack.project,
-            "datasetId": stack.dataset,
-            "tableId": table,
-            "input": f"in-{name}",
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": f"bad-{name}",
-            "failedInserts": "failed-inserts",
-            "load": load,
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_core.testing.tsv import enriched_line
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
-from plowline_devstack.pubsub.faults import PubSubFaults
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client
 from plowline_core.testing.tsv import enriched_line
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 

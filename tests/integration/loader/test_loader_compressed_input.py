@@ -24,7 +24,6 @@ from plowline_core.event.compressed import Compression, write_batch
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.compressed_input import Decompression
-from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 
 if TYPE_CHECKING:
@@ -66,7 +65,6 @@ def _backlog() -> tuple[list[bytes], int]:
 def test_compressed_batches_load_like_plain_lines(
     mode_rig: Callable[[dict[str, Any]], ModeRig],  # first: the stack starts before Spark
     spark: SparkSession,
-    tmp_path: Path,
     iglu_central_dir: Path,
     load: dict[str, Any],
 ) -> None:
@@ -74,22 +72,8 @@ def test_compressed_batches_load_like_plain_lines(
     rig = mode_rig(load)
     messages, rows = _backlog()
     rig.publish_bodies([(data, {}) for data in messages])
-    settings = StreamSettings(
-        checkpoint=str(tmp_path / "checkpoint"),
-        max_messages=4,
-        pull_timeout_s=0.5,
-        ack_deadline_s=30,
-        lease_interval_s=5.0,
-        backoff_max_s=2.0,
-    )
     config = dataclasses.replace(rig.config(), decompression=Decompression(LIMIT, 16_000))
-    loader = StreamingLoader(spark, config, settings)
-    query = loader.start()
-    try:
-        query.processAllAvailable()
-        running = (query.isActive, query.exception())
-    finally:
-        loader.stop(30)
+    loader, running = rig.load_backlog(spark, max_messages=4, config=config)
 
     totals = loader.writer.totals
     bad = [json.loads(data) for data in rig.bad_rows()]

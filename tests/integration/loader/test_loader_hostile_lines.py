@@ -16,14 +16,12 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 from plowline_core.badrows import IgluErrorRow, ParsingErrorRow
 from plowline_core.badrows.envelope import parse_bad_row
 from plowline_core.testing.tsv import CONTEXTS_SCHEMA, enriched_line
-from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 
 if TYPE_CHECKING:
@@ -138,28 +136,13 @@ def _code(data: bytes) -> str:
 def test_hostile_lines_become_bad_rows_and_the_query_keeps_running(
     mode_rig: Callable[[dict[str, Any]], ModeRig],  # first: the stack starts before Spark
     spark: SparkSession,
-    tmp_path: Path,
     load: dict[str, Any],
 ) -> None:
     """Each hostile line is one bad row of its code; the good lines land once; the query runs on."""
     rig = mode_rig(load)
     bodies, hostile = _backlog()
     rig.publish_bodies(bodies)
-    settings = StreamSettings(
-        checkpoint=str(tmp_path / "checkpoint"),
-        max_messages=100,
-        pull_timeout_s=0.5,
-        ack_deadline_s=30,
-        lease_interval_s=5.0,
-        backoff_max_s=2.0,
-    )
-    loader = StreamingLoader(spark, rig.config(), settings)
-    query = loader.start()
-    try:
-        query.processAllAvailable()
-        running = (query.isActive, query.exception())
-    finally:
-        loader.stop(30)
+    loader, running = rig.load_backlog(spark, max_messages=100)
 
     totals = loader.writer.totals
     codes = Counter(item.code for item in hostile)

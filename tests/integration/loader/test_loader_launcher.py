@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -12,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from plowline_devstack.spark_cluster import python_driver, spark_home, submit_environment
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.spark_cluster import python_driver, spark_home, submit_environment
+from support.configs import empty_registry, write_json
 
 DRIVER = Path(__file__).resolve().parents[3] / "deploy" / "docker" / "loader" / "driver.py"
 _SESSION = re.compile(r"spark session .*")
@@ -56,18 +56,7 @@ def _session_line(
 
 def _resolver(root: Path) -> Path:
     """Write a resolver config with one empty embedded repository; return its path."""
-    (root / "iglu").mkdir()
-    resolver = root / "resolver-embedded.json"
-    repository = {
-        "name": "empty",
-        "priority": 0,
-        "vendorPrefixes": [],
-        "connection": {"embedded": {"path": str(root / "iglu")}},
-    }
-    schema = "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
-    data = {"cacheSize": 10, "cacheTtl": 60, "repositories": [repository]}
-    resolver.write_text(json.dumps({"schema": schema, "data": data}))
-    return resolver
+    return write_json(root / "resolver-embedded.json", empty_registry(root))
 
 
 def test_spark_submit_settings_are_not_overridden(

@@ -24,10 +24,12 @@ from plowline_core.messages import decode_types
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import with_entities
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
+from support.configs import bigquery_config, http, resolver_config, write_config_files
+from support.stack import pull_all
 
 CTX_A = SchemaKey.parse("iglu:com.acme/ctx_a/jsonschema/1-0-0")
 CTX_B = SchemaKey.parse("iglu:com.acme/ctx_b/jsonschema/1-0-0")
@@ -122,19 +124,7 @@ class Rig:
 
     def drain(self, name: str) -> list[bytes]:
         """Pull and ack everything waiting on the observation subscription of topic ``name``."""
-        client = subscriber_client(self.stack.endpoints.pubsub_target)
-        out: list[bytes] = []
-        while True:
-            response = client.pull(
-                request={"subscription": self.watch[name], "max_messages": 1000},
-                timeout=5,
-                retry=None,
-            )
-            if not response.received_messages:
-                return out
-            out.extend(bytes(m.message.data) for m in response.received_messages)
-            ack_ids = [m.ack_id for m in response.received_messages]
-            client.acknowledge(request={"subscription": self.watch[name], "ack_ids": ack_ids})
+        return pull_all(self.stack.endpoints.pubsub_target, self.watch[name])
 
 
 def _table_ids(stack: LocalStack, wanted: set[str]) -> set[str]:
@@ -190,41 +180,15 @@ def rig(
             request={"name": path, "topic": local_stack.topic_path(topic)}
         )
         watch[topic] = path
-    config = {
-        "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-        "data": {
-            "name": "loader test",
-            "id": "31b1559d-d319-4023-aaae-97698238d808",
-            "projectId": local_stack.project,
-            "datasetId": local_stack.dataset,
-            "tableId": local_stack.table,
-            "input": f"in-{name}",
-            "typesTopic": "types",
-            "typesSubscription": "types-mutator",
-            "badRows": "bad-rows",
-            "failedInserts": "failed-inserts",
-            "load": {"mode": "STREAMING_INSERTS", "retry": False},
-            "purpose": "ENRICHED_EVENTS",
-        },
-    }
-    resolver = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 500,
-            "cacheTtl": 600,
-            "repositories": [
-                {
-                    "name": "acme",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"http": {"uri": registry.uri}},
-                }
-            ],
-        },
-    }
-    config_file, resolver_file = tmp_path / "config.json", tmp_path / "resolver.json"
-    config_file.write_text(json.dumps(config))
-    resolver_file.write_text(json.dumps(resolver))
+    config = bigquery_config(
+        name="loader test",
+        project=local_stack.project,
+        dataset=local_stack.dataset,
+        table=local_stack.table,
+        input=f"in-{name}",
+    )
+    resolver = resolver_config(http(registry.uri, name="acme"), cache_size=500)
+    config_file, resolver_file = write_config_files(tmp_path, config, resolver)
     return Rig(local_stack, tmp_path, input_topic, config_file, resolver_file, watch)
 
 

@@ -58,26 +58,12 @@ def _eventually(check: Callable[[], bool], timeout: float) -> bool:
 def test_every_event_lands_once(
     spark: SparkSession,
     mode_rig: Callable[[dict[str, Any]], ModeRig],
-    tmp_path: Path,
     load: dict[str, Any],
 ) -> None:
     """10,000 events streamed through the loader in this mode are each in the table once."""
     rig = mode_rig(load)
     rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_MODE)])
-    settings = StreamSettings(
-        checkpoint=str(tmp_path / "checkpoint"),
-        max_messages=2500,
-        pull_timeout_s=0.5,
-        ack_deadline_s=30,
-        lease_interval_s=5.0,
-        backoff_max_s=2.0,
-    )
-    loader = StreamingLoader(spark, rig.config(), settings)
-    query = loader.start()
-    try:
-        query.processAllAvailable()
-    finally:
-        loader.stop(30)
+    loader, _ = rig.load_backlog(spark, max_messages=2500)
 
     expected = (EVENTS_PER_MODE, EVENTS_PER_MODE, EVENTS_PER_MODE)
     assert expected == (loader.writer.totals.good, *rig.counts())

@@ -27,9 +27,9 @@ from plowline_core.messages import encode_types
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
-from plowline_devstack.pubsub.faults import PubSubFaults
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator

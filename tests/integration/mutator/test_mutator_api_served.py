@@ -24,8 +24,8 @@ import pytest
 from plowline_cloud.clients import bigquery_client
 from plowline_cloud.events_table import create_events_table
 from plowline_core.event.fields import ATOMIC_COLUMNS
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
 
 TOKEN = "served-token"
 MIB = 1 << 20

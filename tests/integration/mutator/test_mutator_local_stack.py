@@ -35,7 +35,7 @@ from plowline_core.schema.field import Field
 from plowline_core.schema.limits import MAX_LEAF_FIELDS, leaf_count
 from plowline_core.testing.clock import FixedClock
 from plowline_core.testing.registry import InMemoryRegistry
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics

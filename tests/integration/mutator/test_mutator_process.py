@@ -18,8 +18,8 @@ from typing import IO
 
 import pytest
 from plowline_cloud.clients import publisher_client, subscriber_client
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 

@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 import pytest
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
-from plowline_devstack.pubsub.faults import PubSubFaults
 
 DEAD_END = "plowline-dead-end"
 ROWS = 40

@@ -27,7 +27,7 @@ from plowline_core.config import LoadKind, LoadMode, WriteStreamKind
 from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.ports import InsertReason, Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_repeater.bootstrap import reinsert_sink
 
 RETRY = DEFAULT_RETRY.with_deadline(30)

@@ -23,7 +23,7 @@ from plowline_cloud.clients import (
     storage_client,
     subscriber_client,
 )
-from plowline_devstack.provisioning import StackConfig, provision_bigquery
+from plowline_devstack.stack.provisioning import StackConfig, provision_bigquery
 
 DEAD_END = "plowline-dead-end"
 RECOVERY = (

@@ -24,8 +24,6 @@ import contextlib
 import json
 import random
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,12 +36,14 @@ from google.api_core.exceptions import AlreadyExists, DeadlineExceeded, RetryErr
 from google.cloud import bigquery
 from plowline_core.event.fields import V2_ATOMIC_COLUMNS
 from plowline_devstack.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_devstack.malformed import malformed_line
-from plowline_devstack.provisioning import provision_pubsub, provision_storage
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
-from plowline_devstack.stack_config import load_stack
-from plowline_devstack.traffic import Traffic, assemble, contexts_text, unstruct_text
+from plowline_devstack.demo.malformed import malformed_line
+from plowline_devstack.demo.traffic import Traffic, assemble, contexts_text, unstruct_text
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.provisioning import provision_pubsub, provision_storage
+from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config, write_json
+from support.stack import answers
 
 V2CONFIG = Path(__file__).resolve().parents[2] / "data" / "v2config"
 pytestmark = pytest.mark.timeout(900)  # services start (~1 min), then two waves of events
@@ -264,20 +264,7 @@ def _expected_row(mode: Mode, sent: Sent) -> dict[str, Any]:
 def _resolver(directory: Path) -> Path:
     """A resolver config whose one repository is the embedded registry beside e2e.hocon."""
     path = directory / "resolver.json"
-    repository = {"name": "ours", "priority": 0, "vendorPrefixes": [], "connection": {}}
-    repository["connection"] = {"embedded": {"path": str(V2CONFIG / "iglu")}}
-    data = {"cacheSize": 100, "cacheTtl": 600, "repositories": [repository]}
-    schema = "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
-    path.write_text(json.dumps({"schema": schema, "data": data}))
-    return path
-
-
-def _answers(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
+    return write_json(path, resolver_config(embedded(V2CONFIG / "iglu", name="ours")))
 
 
 @dataclass
@@ -374,7 +361,7 @@ def outcome(
 
     def ready() -> bool:
         listening = "listening" in services[1].tail()
-        return listening and _answers(loader_port) and _answers(repeater_port)
+        return listening and answers(loader_port) and answers(repeater_port)
 
     if not eventually(ready, timeout=180, every=1.0):
         pytest.fail("\n\n".join(s.tail() for s in services), pytrace=False)

@@ -8,12 +8,9 @@ under its derived name, as ``plowline dev up --config`` does; the loader creates
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,10 +19,12 @@ from typing import Any
 import pytest
 from google.cloud import bigquery
 from plowline_cloud.clients import bigquery_client
-from plowline_devstack.provisioning import provision, provision_pubsub, provision_storage
-from plowline_devstack.servers import free_port
-from plowline_devstack.stack import LocalStack
-from plowline_devstack.stack_config import load_stack
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.provisioning import provision, provision_pubsub, provision_storage
+from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config, write_json
+from support.stack import answers
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 MONEY = ("tr_total", "ti_price_base")
@@ -40,40 +39,14 @@ monitoring.healthProbe.port = PORT
 """
 
 
-def _answers(port: int, path: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture
 def v2_files(local_stack: LocalStack, tmp_path: Path) -> Iterator[tuple[Path, Path, str, int]]:
     """A 2.x config on a new table (its Pub/Sub names and buckets provisioned), a resolver."""
     table, port = f"v2_{uuid.uuid4().hex[:8]}", free_port()
     config = tmp_path / "config.hocon"
     config.write_text(V2_MINIMAL.replace("TABLE", table).replace("PORT", str(port)))
-    resolver = tmp_path / "resolver.json"
-    resolver.write_text(
-        json.dumps(
-            {
-                "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-                "data": {
-                    "cacheSize": 100,
-                    "cacheTtl": 600,
-                    "repositories": [
-                        {
-                            "name": "examples",
-                            "priority": 0,
-                            "vendorPrefixes": [],
-                            "connection": {"embedded": {"path": str(EXAMPLES / "iglu")}},
-                        }
-                    ],
-                },
-            }
-        )
-    )
+    iglu = embedded(EXAMPLES / "iglu", name="examples")
+    resolver = write_json(tmp_path / "resolver.json", resolver_config(iglu))
     stack, _ = load_stack(config)
     provision_pubsub(stack, local_stack.endpoints)
     provision_storage(stack, local_stack.endpoints)
@@ -130,7 +103,7 @@ def test_the_loader_starts_and_creates_2x_table(
         "plowline_loader.cli", "--config", str(config), "--iglu-config", str(resolver)
     )
 
-    ready = eventually(lambda: _answers(port, "/readyz") or loader.process.poll(), timeout=180)
+    ready = eventually(lambda: answers(port, "/readyz") or loader.process.poll(), timeout=180)
 
     assert (ready, loader.process.poll()) == (True, None), loader.tail()
     assert _shape(_table(local_stack, table)) == V2_SHAPE, loader.tail()
@@ -169,7 +142,7 @@ def test_every_other_service_starts_from_the_2x_config(
     def up() -> Any:
         if variable is None:
             return "listening" in service.tail() or service.process.poll()
-        return _answers(port, "/readyz") or service.process.poll()
+        return answers(port, "/readyz") or service.process.poll()
 
     started = eventually(up, timeout=60)
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,28 +20,17 @@ from typing import Any
 
 import pytest
 from plowline_cloud.clients import bigquery_client
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_port
+from support.configs import embedded, resolver_config
+from support.stack import answers
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 # Snowplow 0.x: the self-describing bigquery_config (the local stack's names).
 CONFIG = json.loads((EXAMPLES / "config.json").read_text())
 # A resolver with the example registry at an absolute path: a base64 resolver has no
 # directory of its own, so a relative embedded path would start at the working directory.
-RESOLVER = {
-    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-    "data": {
-        "cacheSize": 100,
-        "cacheTtl": 600,
-        "repositories": [
-            {
-                "name": "examples",
-                "priority": 0,
-                "vendorPrefixes": [],
-                "connection": {"embedded": {"path": str(EXAMPLES / "iglu")}},
-            }
-        ],
-    },
-}
+RESOLVER = resolver_config(embedded(EXAMPLES / "iglu", name="examples"))
 V1_HOCON = """
 # Snowplow BigQuery Loader 1.x layout
 projectId = "plowline-local"
@@ -81,21 +67,6 @@ def _b64(text: str) -> str:
 V0_CONFIG = _b64(json.dumps(CONFIG))
 V1_CONFIG = _b64(V1_HOCON.replace("TABLE", "events"))
 RESOLVER_B64 = _b64(json.dumps(RESOLVER))
-
-
-def free_port() -> int:
-    """Return a loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _answers(port: int, path: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture
@@ -157,7 +128,7 @@ def test_the_loader_starts_from_snowplows_arguments(
     clean = 0  # the exit code of a command that did its job
     loader = start_service("plowline_loader.cli", *arguments)
 
-    ready = eventually(lambda: _answers(port, "/readyz") or loader.process.poll(), timeout=120)
+    ready = eventually(lambda: answers(port, "/readyz") or loader.process.poll(), timeout=120)
 
     running = (True, None)
     assert running == (ready, loader.process.poll()), loader.tail()
@@ -266,7 +237,7 @@ def test_the_repeater_starts_from_snowplows_arguments(
     clean = 0  # the exit code of a command that did its job
     repeater = start_service("plowline_repeater.cli", *arguments)
 
-    ready = eventually(lambda: _answers(port, "/readyz") or repeater.process.poll())
+    ready = eventually(lambda: answers(port, "/readyz") or repeater.process.poll())
 
     running = (True, None)
     assert running == (ready, repeater.process.poll()), repeater.tail()
@@ -289,7 +260,7 @@ def test_the_dead_letter_writer_runs_without_a_subcommand_on_a_1x_config(
         "--badRowsSub=bad-rows-deadletter", "--bucket=gs://plowline-bad-rows/snowplow-1x",
     )  # fmt: skip
 
-    ready = eventually(lambda: _answers(port, "/readyz") or writer.process.poll())
+    ready = eventually(lambda: answers(port, "/readyz") or writer.process.poll())
 
     running = (True, None)
     assert running == (ready, writer.process.poll()), writer.tail()

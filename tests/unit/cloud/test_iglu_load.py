@@ -20,6 +20,7 @@ from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import ResolvedSchema
 from plowline_core.testing.clock import FixedClock
 from structlog.testing import capture_logs
+from support.configs import embedded, resolver_config
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 EXAMPLE_KEYS = [
@@ -33,16 +34,9 @@ CLOCK = FixedClock(datetime(2024, 5, 1, tzinfo=UTC))
 
 
 def _resolver_json(path: str, **extra: Any) -> dict[str, Any]:
-    repository = {
-        "name": "local",
-        "priority": 0,
-        "vendorPrefixes": [],
-        "connection": {"embedded": {"path": path}},
-    }
-    return {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {"cacheSize": 10, "repositories": [repository], **extra},
-    }
+    config = resolver_config(embedded(path), cache_size=10, cache_ttl=None)
+    config["data"].update(extra)
+    return config
 
 
 @pytest.mark.parametrize("uri", EXAMPLE_KEYS)

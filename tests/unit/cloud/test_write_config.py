@@ -8,24 +8,11 @@ from typing import Any
 import pytest
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
 from plowline_core.errors import ConfigError
+from support.configs import bigquery_config
 
-BASE: dict[str, Any] = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "Loader",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "p",
-        "datasetId": "snowplow",
-        "tableId": "events",
-        "input": "enriched",
-        "typesTopic": "types",
-        "typesSubscription": "types-sub",
-        "badRows": "bad-rows",
-        "failedInserts": "failed-inserts",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+BASE: dict[str, Any] = bigquery_config(
+    name="Loader", project="p", input="enriched", types_subscription="types-sub"
+)
 
 
 def _with_load(load: dict[str, Any]) -> dict[str, Any]:

@@ -11,27 +11,21 @@ import pytest
 from jsonschema import Draft4Validator
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
+from support.configs import bigquery_config
 
 EXAMPLE = (
     Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples/config.json"
 )
-DOCUMENT: dict[str, Any] = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "Snowplow BigQuery",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "acme-analytics",
-        "datasetId": "atomic",
-        "tableId": "events",
-        "input": "enriched-good-sub",
-        "typesTopic": "bq-types",
-        "typesSubscription": "bq-types-sub",
-        "badRows": "bq-bad-rows",
-        "failedInserts": "bq-failed-inserts",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+DOCUMENT: dict[str, Any] = bigquery_config(
+    name="Snowplow BigQuery",
+    project="acme-analytics",
+    dataset="atomic",
+    input="enriched-good-sub",
+    types_topic="bq-types",
+    types_subscription="bq-types-sub",
+    bad_rows="bq-bad-rows",
+    failed_inserts="bq-failed-inserts",
+)
 
 
 def _with(path: list[str], value: Any) -> dict[str, Any]:

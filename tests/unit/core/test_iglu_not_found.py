@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import (
@@ -12,34 +10,18 @@ from plowline_core.iglu.config import (
     ResolverConfig,
     parse_not_found,
 )
+from support.configs import embedded, http, resolver_config
 
 
 def _config() -> ResolverConfig:
-    data: dict[str, Any] = {
-        "cacheSize": 500,
-        "repositories": [
-            {
-                "name": "Iglu Central",
-                "priority": 0,
-                "vendorPrefixes": [],
-                "connection": {"http": {"uri": "https://iglucentral.com"}},
-            },
-            {
-                "name": "acme server",
-                "priority": 1,
-                "vendorPrefixes": [],
-                "connection": {"http": {"uri": "https://iglu.acme.com/api", "apikey": "k"}},
-            },
-            {
-                "name": "local",
-                "priority": 2,
-                "vendorPrefixes": [],
-                "connection": {"embedded": {"path": "iglu"}},
-            },
-        ],
-    }
-    schema = "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3"
-    return ResolverConfig.parse({"schema": schema, "data": data})
+    config = resolver_config(
+        http("https://iglucentral.com", name="Iglu Central"),
+        http("https://iglu.acme.com/api", name="acme server", priority=1, apikey="k"),
+        embedded("iglu", name="local", priority=2),
+        cache_size=500,
+        cache_ttl=None,
+    )
+    return ResolverConfig.parse(config)
 
 
 def _statuses(config: ResolverConfig) -> dict[str, frozenset[int]]:

@@ -10,24 +10,17 @@ import pytest
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import V1_NAME, PipelineConfig
+from support.configs import bigquery_config
 
-V0: dict[str, Any] = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "Alpha BigQuery test",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "com-acme",
-        "datasetId": "snowplow",
-        "tableId": "events",
-        "input": "enriched-sub",
-        "typesTopic": "types-topic",
-        "typesSubscription": "types-sub",
-        "badRows": "bad-topic",
-        "failedInserts": "failed-inserts-topic",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+V0: dict[str, Any] = bigquery_config(
+    name="Alpha BigQuery test",
+    project="com-acme",
+    input="enriched-sub",
+    types_topic="types-topic",
+    types_subscription="types-sub",
+    bad_rows="bad-topic",
+    failed_inserts="failed-inserts-topic",
+)
 GOOD = {"type": "BigQuery", "datasetId": "snowplow", "tableId": "events"}
 # A 1.x tree as pyhocon hands it over: ${loader.output.good} already substituted.
 V1: dict[str, Any] = {

@@ -46,7 +46,7 @@ def _container_ports(service: dict[str, Any]) -> list[int]:
 @pytest.mark.parametrize("name", SERVERS)
 def test_compose_stand_ins_run_what_plowline_dev_runs(deploy: Any, name: str) -> None:
     """Each stand-in's entrypoint and command are the command line `plowline dev up` starts."""
-    from plowline_devstack.servers import command
+    from plowline_devstack.stack.servers import command
 
     service = _service(deploy, name)
     ports = dict(zip(("port", "grpc_port"), _container_ports(service), strict=False))

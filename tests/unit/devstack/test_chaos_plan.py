@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from plowline_core.config import BigQueryConfig, LoadKind, WriteStreamKind
-from plowline_devstack.chaos import OLD_AGE, chaos_lines, kill_schedule
-from plowline_devstack.demo_run import EXAMPLES
-from plowline_devstack.demo_services import SERVICE_NAMES
-from plowline_devstack.write_modes import WRITE_MODES, write_config
+from plowline_devstack.demo.chaos import OLD_AGE, chaos_lines, kill_schedule
+from plowline_devstack.demo.run import EXAMPLES
+from plowline_devstack.demo.services import SERVICE_NAMES
+from plowline_devstack.demo.write_modes import WRITE_MODES, write_config
 
 NOW = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 

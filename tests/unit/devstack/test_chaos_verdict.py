@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from plowline_devstack.chaos import ChaosPlan, ChaosReport, Kill, KillDone
-from plowline_devstack.chaos_verdict import report_lines, verdict
-from plowline_devstack.demo_report import Accounting
-from plowline_devstack.write_modes import WRITE_MODES
+from plowline_devstack.demo.chaos import ChaosPlan, ChaosReport, Kill, KillDone
+from plowline_devstack.demo.chaos_verdict import report_lines, verdict
+from plowline_devstack.demo.report import Accounting
+from plowline_devstack.demo.write_modes import WRITE_MODES
 
 GOOD = tuple(f"g{i}" for i in range(100))
 BAD = ("b1", "b2")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 import yaml
-from plowline_devstack import demo_monitor
-from plowline_devstack.demo_monitor import (
+from plowline_devstack.demo import monitor
+from plowline_devstack.demo.monitor import (
     AlertResult,
     MonitorError,
     MonitorReport,
@@ -52,7 +52,7 @@ def test_missing_prometheus_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) 
 
 def test_panel_queries_are_the_dashboards() -> None:
     """Every panel of the dashboard is evaluated, with every one of its queries."""
-    path = demo_monitor.MONITORING / "grafana" / "plowline.json"
+    path = monitor.MONITORING / "grafana" / "plowline.json"
     panels = json.loads(path.read_text())["panels"]
     expected = [(p["title"], len(p["targets"])) for p in panels]
     assert expected == [(title, len(queries)) for title, queries in panel_queries()]
@@ -60,7 +60,7 @@ def test_panel_queries_are_the_dashboards() -> None:
 
 def test_alert_rules_are_every_alert_of_alerts_yaml() -> None:
     """Every alert of deploy/monitoring/alerts.yaml is evaluated, with its expression as written."""
-    groups = yaml.safe_load((demo_monitor.MONITORING / "alerts.yaml").read_text())["groups"]
+    groups = yaml.safe_load((monitor.MONITORING / "alerts.yaml").read_text())["groups"]
     expected = [(r["alert"], r["expr"]) for g in groups for r in g["rules"]]
     assert expected == alert_rules()
 

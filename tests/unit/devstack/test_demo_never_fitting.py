@@ -16,10 +16,10 @@ from plowline_core.schema.field import FieldType
 from plowline_core.schema.widening import plan_widening
 from plowline_core.testing.clock import FixedClock
 from plowline_core.transform.row import RowBuilder, TransformedRow
-from plowline_devstack.demo_conflict import CONFLICT_COLUMN, CONFLICT_FIELD, hand_made_column
-from plowline_devstack.demo_report import Accounting, Summary, dead_end_row
-from plowline_devstack.demo_services import ServiceSpec, with_backoff
-from plowline_devstack.generate import BAD_ROW, DEAD_END, ROW, GeneratedLine, generate
+from plowline_devstack.demo.conflict import CONFLICT_COLUMN, CONFLICT_FIELD, hand_made_column
+from plowline_devstack.demo.generate import BAD_ROW, DEAD_END, ROW, GeneratedLine, generate
+from plowline_devstack.demo.report import Accounting, Summary, dead_end_row
+from plowline_devstack.demo.services import ServiceSpec, with_backoff
 
 START = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 EXAMPLES = Path(plowline_devstack.__file__).parent / "examples"

@@ -6,26 +6,20 @@ import re
 import tomllib
 from pathlib import Path
 
-import plowline_devstack.faults
+import plowline_devstack
+import plowline_devstack.faults.plan
 import pytest
 from plowline_core.errors import ConfigError
 from plowline_devstack.cli import main
-from plowline_devstack.faults import (
-    CATALOGUE,
-    NO_FAULTS,
-    STRUCK_MARK,
-    FaultDraws,
-    FaultPlan,
-    load_faults,
-    parse_faults,
-    struck_faults,
-)
-from plowline_devstack.pubsub.faults import PubSubFaults
+from plowline_devstack.faults.catalogue import CATALOGUE
+from plowline_devstack.faults.draws import STRUCK_MARK, FaultDraws, struck_faults
+from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan, load_faults, parse_faults
+from plowline_devstack.faults.pubsub import PubSubFaults
 
 
 def _docstring_example() -> str:
     """Return the TOML example of the module docstring, with its indentation removed."""
-    doc = plowline_devstack.faults.__doc__ or ""
+    doc = plowline_devstack.faults.plan.__doc__ or ""
     block = doc.split("parameters; a parameter left out takes its default::", 1)[1]
     lines = block.split("The same in JSON", 1)[0].splitlines()
     return "\n".join(line.removeprefix("    ") for line in lines)
@@ -150,7 +144,7 @@ def test_dev_faults_lists_every_fault_of_the_catalogue(capsys: pytest.CaptureFix
 
 def test_the_sample_one_percent_plan_fails_one_percent_of_bigquery_rest_calls() -> None:
     """examples/faults-1pct.toml parses, and its BigQuery REST rates add up to 1%."""
-    path = Path(plowline_devstack.faults.__file__).parent / "examples" / "faults-1pct.toml"
+    path = Path(plowline_devstack.__file__).parent / "examples" / "faults-1pct.toml"
     plan = load_faults(path)
     rest = ("backend-error", "rate-limit-exceeded", "response-lost-after-write")
     bigquery = plan.for_server("bigquery")

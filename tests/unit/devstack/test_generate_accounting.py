@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plowline_devstack.demo_report import Accounting, sample_queries
+from plowline_devstack.demo.report import Accounting, sample_queries
 
 GOOD = ("g1", "g2", "g3")
 BAD = ("b1",)

@@ -14,8 +14,8 @@ from plowline_core.event.fields import FIELD_COUNT
 from plowline_core.testing.clock import FixedClock
 from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_devstack.cli import main
-from plowline_devstack.generate import GeneratedLine, generate
-from plowline_devstack.malformed import MALFORMED_KINDS
+from plowline_devstack.demo.generate import GeneratedLine, generate
+from plowline_devstack.demo.malformed import MALFORMED_KINDS
 
 START = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 EXAMPLES = Path(plowline_devstack.__file__).parent / "examples"

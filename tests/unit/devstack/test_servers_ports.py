@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plowline_devstack.servers import free_ports
+from plowline_devstack.stack.servers import free_ports
 
 
 def test_free_ports_are_distinct_even_when_many_are_asked_at_once() -> None:

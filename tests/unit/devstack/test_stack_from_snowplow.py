@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plowline_devstack.stack_config import StackConfig, load_stack
+from plowline_devstack.stack.config import StackConfig, load_stack
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"
 

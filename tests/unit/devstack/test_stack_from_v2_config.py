@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from plowline_core.errors import ConfigError
-from plowline_devstack.stack_config import StackConfig, load_stack
+from plowline_devstack.stack.config import StackConfig, load_stack
 
 MINIMAL = Path(__file__).resolve().parents[2] / "data" / "v2config" / "minimal.hocon"
 STEM = "plowline-atomic-events"

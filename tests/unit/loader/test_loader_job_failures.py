@@ -12,18 +12,10 @@ from plowline_loader.health import Readiness
 from plowline_loader.partition import StreamingPartition
 from plowline_loader.streaming import MAX_JOB_FAILURES, BatchWriter, StreamSettings
 from pyspark.errors.exceptions.captured import CapturedException
+from support.configs import bigquery_config
 
 _ABORTED = "Job aborted due to stage failure: A shuffle map stage with indeterminate output"
-_CONFIG = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "unit", "id": "31b1559d-d319-4023-aaae-97698238d808", "projectId": "plowline-local",
-        "datasetId": "snowplow", "tableId": "events", "input": "enriched-loader", "typesTopic": "types",
-        "typesSubscription": "types-mutator", "badRows": "bad-rows",
-        "failedInserts": "failed-inserts", "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}  # fmt: skip
+_CONFIG = bigquery_config(name="unit")
 
 
 class JobAborted(CapturedException):

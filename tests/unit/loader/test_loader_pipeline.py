@@ -42,6 +42,7 @@ from plowline_loader.pipeline import (
 )
 from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.types import TypeTracker
+from support.configs import bigquery_config
 
 CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")
 CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")
@@ -567,22 +568,17 @@ def test_a_publish_failing_in_a_later_chunk_hands_back_the_chunks_after_it() -> 
 
 
 def _worker_config(load: dict[str, Any]) -> WorkerConfig:
-    data = {
-        "name": "chunks",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "p",
-        "datasetId": "d",
-        "tableId": "events",
-        "input": "input-sub",
-        "typesTopic": "types",
-        "typesSubscription": "types-sub",
-        "badRows": "bad",
-        "failedInserts": "failed",
-        "load": load,
-        "purpose": "ENRICHED_EVENTS",
-    }
-    schema = "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0"
-    config = BigQueryConfig.parse({"schema": schema, "data": data})
+    document = bigquery_config(
+        name="chunks",
+        project="p",
+        dataset="d",
+        input="input-sub",
+        types_subscription="types-sub",
+        bad_rows="bad",
+        failed_inserts="failed",
+        load=load,
+    )
+    config = BigQueryConfig.parse(document)
     return WorkerConfig(config, "{}", ".", ColumnMode.FULL, "0.1.0")
 
 

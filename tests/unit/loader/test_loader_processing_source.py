@@ -13,24 +13,9 @@ from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.processing import ProcessingStreamReader, processing_source
 from pyspark import cloudpickle
+from support.configs import bigquery_config
 
-_CONFIG = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "processing source test",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "p",
-        "datasetId": "d",
-        "tableId": "events",
-        "input": "enriched-in",
-        "typesTopic": "types",
-        "typesSubscription": "types-sub",
-        "badRows": "bad",
-        "failedInserts": "failed",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+_CONFIG = bigquery_config(name="processing source test")
 # What the planner processes must not import: the loader's transform and sinks.
 _HEAVY = ("plowline_loader.partition", "plowline_loader.pipeline", "plowline_loader.bootstrap")
 _PLAN = """

@@ -8,39 +8,13 @@ from pathlib import Path
 
 from plowline_core.schema.entity import ColumnMode
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from support.configs import bigquery_config, http, resolver_config
 
 APIKEY = "5c1a7e42-apikey-never-logged"
-_RESOLVER = {
-    "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-    "data": {
-        "cacheSize": 500,
-        "repositories": [
-            {
-                "name": "acme",
-                "priority": 0,
-                "vendorPrefixes": [],
-                "connection": {"http": {"uri": "https://iglu.acme.com/api", "apikey": APIKEY}},
-            }
-        ],
-    },
-}
-_CONFIG = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "repr test",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "p",
-        "datasetId": "d",
-        "tableId": "events",
-        "input": "enriched-in",
-        "typesTopic": "types",
-        "typesSubscription": "types-sub",
-        "badRows": "bad",
-        "failedInserts": "failed",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+_RESOLVER = resolver_config(
+    http("https://iglu.acme.com/api", name="acme", apikey=APIKEY), cache_size=500, cache_ttl=None
+)
+_CONFIG = bigquery_config(name="repr test")
 
 
 def _config(tmp_path: Path) -> WorkerConfig:

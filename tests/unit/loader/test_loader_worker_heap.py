@@ -19,6 +19,7 @@ from plowline_loader.partition import (
     task_collector,
 )
 from plowline_loader.source.delivery import PulledMessage
+from support.configs import bigquery_config
 
 
 @pytest.fixture
@@ -55,23 +56,7 @@ def _config(tmp_path: Path) -> WorkerConfig:
     )
 
 
-_CONFIG = {
-    "schema": "iglu:com.snowplowanalytics.snowplow.storage/bigquery_config/jsonschema/1-0-0",
-    "data": {
-        "name": "worker heap test",
-        "id": "31b1559d-d319-4023-aaae-97698238d808",
-        "projectId": "p",
-        "datasetId": "d",
-        "tableId": "events",
-        "input": "enriched-in",
-        "typesTopic": "types",
-        "typesSubscription": "types-sub",
-        "badRows": "bad",
-        "failedInserts": "failed",
-        "load": {"mode": "STREAMING_INSERTS", "retry": False},
-        "purpose": "ENRICHED_EVENTS",
-    },
-}
+_CONFIG = bigquery_config(name="worker heap test")
 
 
 @pytest.mark.usefixtures("fresh_worker")

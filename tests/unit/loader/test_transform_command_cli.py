@@ -12,6 +12,7 @@ import orjson
 import pytest
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.cli import main
+from support.configs import repository, resolver_config, write_json
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 VECTORS = DATA / "conformance" / "vectors"
@@ -19,23 +20,9 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("plowline-loader")
 
 
 def _resolver_file(tmp_path: Path, connection: dict[str, Any]) -> Path:
-    config = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-        "data": {
-            "cacheSize": 500,
-            "repositories": [
-                {
-                    "name": "Iglu Central",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": connection,
-                }
-            ],
-        },
-    }
-    path = tmp_path / "resolver.json"
-    path.write_text(json.dumps(config))
-    return path
+    central = repository(connection, name="Iglu Central")
+    config = resolver_config(central, cache_size=500, cache_ttl=None, addition=1)
+    return write_json(tmp_path / "resolver.json", config)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -14,28 +13,15 @@ from hypothesis import strategies as st
 from plowline_core.testing.hostile import GOOD, hostile_line, hostile_lines
 from plowline_core.testing.hostile_strategies import hostile_messages
 from plowline_loader.cli import EXIT_OK, main
+from support.configs import embedded, resolver_config, write_json
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _resolver_file(folder: Path) -> Path:
-    config = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-        "data": {
-            "cacheSize": 500,
-            "repositories": [
-                {
-                    "name": "Iglu Central",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(DATA / "iglu-central")}},
-                }
-            ],
-        },
-    }
-    path = folder / "resolver.json"
-    path.write_text(json.dumps(config))
-    return path
+    central = embedded(DATA / "iglu-central", name="Iglu Central")
+    config = resolver_config(central, cache_size=500, cache_ttl=None, addition=1)
+    return write_json(folder / "resolver.json", config)
 
 
 def _run(folder: Path, data: bytes) -> tuple[int, list[bytes], list[bytes]]:

@@ -8,7 +8,6 @@ chunks of lines at once; whatever the chunk size, its output must be the referen
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from plowline_core.testing.tsv import enriched_line, with_entities
 from plowline_core.transform.row import RowBuilder, TransformedRow
 from plowline_loader import transform_command
 from plowline_loader.cli import loader_version, main
+from support.configs import embedded, resolver_config, write_json
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
@@ -83,25 +83,8 @@ def test_output_is_byte_for_byte_the_reference(
 ) -> None:
     """Rows and bad rows are, byte for byte, those of the line-by-line reference."""
     resolver = tmp_path / "resolver.json"
-    repository = {"embedded": {"path": str(DATA / "iglu-central")}}
-    resolver.write_text(
-        json.dumps(
-            {
-                "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-1",
-                "data": {
-                    "cacheSize": 500,
-                    "repositories": [
-                        {
-                            "name": "Iglu Central",
-                            "priority": 0,
-                            "vendorPrefixes": [],
-                            "connection": repository,
-                        }
-                    ],
-                },
-            }
-        )
-    )
+    central = embedded(DATA / "iglu-central", name="Iglu Central")
+    write_json(resolver, resolver_config(central, cache_size=500, cache_ttl=None, addition=1))
     source, good, bad = tmp_path / "in.tsv", tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     source.write_bytes(_input(not_utf8))
     monkeypatch.setattr(transform_command, "_CHUNK_LINES", chunk_lines)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from plowline_mutator.cli import main
+from support.configs import embedded, resolver_config, write_json
 
 WEB_PAGE = "iglu:com.snowplowanalytics.snowplow/web_page/jsonschema/1-0-0"
 LINK_CLICK = "iglu:com.snowplowanalytics.snowplow/link_click/jsonschema/1-0-1"
@@ -20,23 +21,10 @@ MISSING = "iglu:com.acme/nothing/jsonschema/1-0-0"
 @pytest.fixture
 def resolver_file(tmp_path: Path, iglu_central_dir: Path) -> Path:
     """A resolver config with one embedded repository: Iglu Central."""
-    config = {
-        "schema": "iglu:com.snowplowanalytics.iglu/resolver-config/jsonschema/1-0-3",
-        "data": {
-            "cacheSize": 10,
-            "repositories": [
-                {
-                    "name": "central",
-                    "priority": 0,
-                    "vendorPrefixes": [],
-                    "connection": {"embedded": {"path": str(iglu_central_dir)}},
-                }
-            ],
-        },
-    }
-    path = tmp_path / "resolver.json"
-    path.write_text(json.dumps(config))
-    return path
+    config = resolver_config(
+        embedded(iglu_central_dir, name="central"), cache_size=10, cache_ttl=None
+    )
+    return write_json(tmp_path / "resolver.json", config)
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:

@@ -1,4 +1,15 @@
-"""plowline_devstack: the local stack, the demo and the chaos harness.
+"""plowline_devstack: the local stack, the demo and the chaos harness, in three parts.
+
+Parts (each a layer: it imports those below it, never those above; import-linter holds it):
+    :mod:`.demo`         the demo and chaos app (``plowline demo``, ``plowline dev generate``)
+    :mod:`.stack`        the stack's lifecycle (``plowline dev up | status | down | env``)
+    the emulators        the stand-ins :mod:`.pubsub`, :mod:`.bigquery`, :mod:`.storage`
+                         (each run as ``python -m plowline_devstack.<name>``) and the faults
+                         they inject on demand, :mod:`.faults`
+
+Beside them: :mod:`.cli` (the ``plowline`` command and its registry), :mod:`.endpoints`
+and :mod:`.clients` (where a stack's servers answer, and official clients pointed there),
+``examples/`` (configs, a resolver and an Iglu registry the stack and the demo use).
 
 Notes:
     The harness starts services (fork, then exec) from a process that talks gRPC (its

@@ -30,9 +30,9 @@ class Command:
 
 
 COMMAND_MODULES: list[str] = [
-    "plowline_devstack.dev_commands:COMMANDS",
-    "plowline_devstack.generate:COMMAND",
-    "plowline_devstack.demo:COMMAND",
+    "plowline_devstack.stack.commands:COMMANDS",
+    "plowline_devstack.demo.generate:COMMAND",
+    "plowline_devstack.demo.command:COMMAND",
 ]
 """``module:attribute`` of a Command or a sequence of Commands; extend to add subcommands."""
 

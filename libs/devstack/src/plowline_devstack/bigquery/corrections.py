@@ -36,7 +36,7 @@ names it (``--faults FILE``). The BigQuery faults (``backend-error``,
 ``rate-limit-exceeded``, ``timeout``, ``response-lost-after-write`` on REST;
 ``append-stream-broken-after-apply``, ``schema-propagation-delay``,
 ``append-row-errors-then-internal``, ``commit-invalid-stream-state`` on the Write API) live
-in :mod:`.faults` and :mod:`.write_faults`; the launcher puts the REST ones first in the
+in :mod:`plowline_devstack.faults.bigquery_rest` and :mod:`plowline_devstack.faults.bigquery_write`; the launcher puts the REST ones first in the
 chain, before every correction, and installs the Write API ones on top of
 :mod:`.write_streams`.
 

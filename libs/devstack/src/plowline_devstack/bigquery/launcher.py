@@ -9,8 +9,9 @@ from pathlib import Path
 
 from plowline_core.errors import ConfigError
 
-from plowline_devstack.bigquery import corrections, faults, insert_dedup, offline, write_faults
-from plowline_devstack.faults import load_faults
+from plowline_devstack.bigquery import corrections, insert_dedup, offline
+from plowline_devstack.faults import bigquery_rest, bigquery_write
+from plowline_devstack.faults.plan import load_faults
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -50,7 +51,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="FILE",
         help="fault file (TOML or JSON) whose [bigquery] faults this emulator injects; see "
-        "`plowline dev faults` and plowline_devstack/faults.py (default: no faults)",
+        "`plowline dev faults` and plowline_devstack/faults/plan.py (default: no faults)",
     )
     parser.add_argument("--log-level", default="warning", help="emulator log level")
     return parser.parse_args(argv)
@@ -66,10 +67,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2) from error
     offline.start_offline()
     disabled = corrections.CORRECTION_NAMES if args.no_corrections else args.disable_correction
-    faults.configure(faults.BigQueryFaults(plan.for_server("bigquery"), plan.seed))
-    rest = faults.rest_faults() if plan.for_server("bigquery") else ()
+    bigquery_rest.configure(bigquery_rest.BigQueryFaults(plan.for_server("bigquery"), plan.seed))
+    rest = bigquery_rest.rest_faults() if plan.for_server("bigquery") else ()
     corrections.install((*rest, *corrections.select(disabled)))
-    write_faults.install()
+    bigquery_write.install()
     insert_dedup.configure(args.insert_id_window)
 
     # Imported late: bqemulator reads BQEMU_* settings from the environment set above.

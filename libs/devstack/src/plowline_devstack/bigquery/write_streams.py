@@ -123,10 +123,7 @@ def install_schema_refresh() -> None:
             known = {name.lower() for name in target_schema.names}
             extra = [name for name in writer.field_names if name.lower() not in known]
             if extra:
-                raise ValueError(
-                    "Input schema has more fields than BigQuery schema, extra fields: "
-                    + ", ".join(f"'{name}'" for name in extra)
-                )
+                raise more_fields_than_table(extra)
         return result
 
     _Handler._ensure_stream_bound = ensure_stream_bound  # type: ignore[method-assign]  # the seam
@@ -217,3 +214,11 @@ WRITE_API_CORRECTIONS = (
     BATCH_COMMIT_PARENT,
     WRITE_API_CONNECTION,
 )
+
+
+def more_fields_than_table(extra: list[str]) -> ValueError:
+    """Return the Write API's refusal of a writer schema naming ``extra`` fields the table lacks."""
+    return ValueError(
+        "Input schema has more fields than BigQuery schema, extra fields: "
+        + ", ".join(f"'{name}'" for name in extra)
+    )

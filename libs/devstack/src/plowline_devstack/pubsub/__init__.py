@@ -29,7 +29,7 @@ Implemented (``google.pubsub.v1``):
 - Only messages published after a subscription exists reach it.
 - Publish limits as the real service has them, always on (:mod:`.limits`): at most 1,000
   messages and 10 MB (10,485,760 bytes) per request, else INVALID_ARGUMENT.
-- Faults on demand, off by default (:mod:`.faults`; file format and catalogue in
+- Faults on demand, off by default (:mod:`plowline_devstack.faults.pubsub`; file format and catalogue in
   :mod:`plowline_devstack.faults`): late-ack-redelivery, duplicate-delivery,
   out-of-order-delivery, streaming-pull-unavailable, acknowledge-unavailable,
   pull-unavailable, modify-ack-deadline-unavailable.

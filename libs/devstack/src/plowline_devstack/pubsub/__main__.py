@@ -12,8 +12,8 @@ from pathlib import Path
 import structlog
 from plowline_core.errors import ConfigError
 
-from plowline_devstack.faults import load_faults
-from plowline_devstack.pubsub.faults import PubSubFaults
+from plowline_devstack.faults.plan import load_faults
+from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub.server import PubSubEmulator
 
 _LEVELS = ("debug", "info", "warning", "error")
@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="fault file (TOML or JSON) whose [pubsub] faults this emulator injects, e.g. "
         "duplicate-delivery or streaming-pull-unavailable; format and catalogue in "
-        "plowline_devstack.faults (default: no faults)",
+        "plowline_devstack.faults.plan (default: no faults)",
     )
     parser.add_argument(
         "--log-level", choices=_LEVELS, default="info", help="log threshold (default: %(default)s)"

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
+from plowline_devstack.faults.pubsub import NO_FAULTS, PubSubFaults
 
 # Process-wide, so ack ids never repeat across subscriptions or restarts.
 _ACK_PREFIX = secrets.token_hex(4)

@@ -18,9 +18,9 @@ from typing import Any
 import grpc
 from google.pubsub_v1 import types
 
+from plowline_devstack.faults.pubsub import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub import names
 from plowline_devstack.pubsub.backlog import Backlog, Delivery, Entry, Holder
-from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.journal import Journal, NullJournal
 from plowline_devstack.pubsub.status import StatusError
 

@@ -14,9 +14,9 @@ from google.api_core import exceptions as core_exceptions
 from google.pubsub_v1 import PublisherClient
 from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
 
-from plowline_devstack.faults import parse_faults
+from plowline_devstack.faults.plan import parse_faults
+from plowline_devstack.faults.pubsub import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.broker import Broker
-from plowline_devstack.pubsub.faults import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub.journal import Journal, NullJournal, SqliteJournal
 from plowline_devstack.pubsub.service import PubSubService
 
@@ -35,7 +35,7 @@ class PubSubEmulator:
 
     Notes:
         ``faults`` (default none) makes it fail as the real service can; see
-        :mod:`plowline_devstack.pubsub.faults`.
+        :mod:`plowline_devstack.faults.pubsub`.
     """
 
     def __init__(
@@ -130,7 +130,7 @@ def started_with_faults(
     """Start an in-memory emulator on a free loopback port failing as ``plan`` says; stop it after.
 
     ``plan`` is a fault plan as a fault file holds it (``{"seed": 4, "pubsub": {...}}``,
-    :mod:`plowline_devstack.faults`); the faults object is yielded too, for its counters.
+    :mod:`plowline_devstack.faults.plan`); the faults object is yielded too, for its counters.
     """
     parsed = parse_faults(plan)
     faults = PubSubFaults(parsed.for_server("pubsub"), parsed.seed)

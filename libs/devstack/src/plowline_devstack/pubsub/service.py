@@ -17,9 +17,9 @@ import structlog
 from google.protobuf import empty_pb2
 from google.pubsub_v1 import types
 
+from plowline_devstack.faults.pubsub import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub import limits, names, streaming
 from plowline_devstack.pubsub.broker import Broker
-from plowline_devstack.pubsub.faults import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub.status import StatusError
 
 _log = structlog.get_logger("plowline.pubsub")

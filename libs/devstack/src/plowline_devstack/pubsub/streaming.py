@@ -19,10 +19,10 @@ import grpc
 import structlog
 from google.pubsub_v1 import types
 
+from plowline_devstack.faults.pubsub import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub import names
 from plowline_devstack.pubsub.backlog import Backlog, Delivery, Holder
 from plowline_devstack.pubsub.broker import MAX_ACK_DEADLINE, MIN_ACK_DEADLINE, Broker
-from plowline_devstack.pubsub.faults import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub.status import StatusError
 
 StreamingPullResponsePb: Any = types.StreamingPullResponse.pb()

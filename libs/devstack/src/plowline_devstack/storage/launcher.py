@@ -1,7 +1,7 @@
 """Launch gcp-storage-emulator in this process with the preconditions enforced and faults on demand.
 
 Takes gcp-storage-emulator's own arguments, plus ``--faults FILE`` (anywhere on the line):
-a fault file whose ``[storage]`` faults the server injects (:mod:`.faults`).
+a fault file whose ``[storage]`` faults the server injects (:mod:`plowline_devstack.faults.storage`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 from gcp_storage_emulator.__main__ import main as emulator_main
 from plowline_core.errors import ConfigError
 
-from plowline_devstack.faults import load_faults
-from plowline_devstack.storage import faults, preconditions
+from plowline_devstack.faults import storage as storage_faults
+from plowline_devstack.faults.plan import load_faults
+from plowline_devstack.storage import preconditions
 
 
 def split_faults(argv: Sequence[str]) -> tuple[Path | None, list[str]]:
@@ -35,5 +36,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"python -m plowline_devstack.storage: {error}", file=sys.stderr)
         raise SystemExit(2) from error
     preconditions.install()
-    faults.install(faults.StorageFaults(plan.for_server("storage"), plan.seed))
+    storage_faults.install(storage_faults.StorageFaults(plan.for_server("storage"), plan.seed))
     emulator_main(rest)

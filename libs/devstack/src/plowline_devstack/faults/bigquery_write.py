@@ -1,4 +1,4 @@
-"""The Storage Write API faults of the catalogue (:mod:`plowline_devstack.faults`), on AppendRows.
+"""The Storage Write API faults of the catalogue (:mod:`.catalogue`), on AppendRows.
 
 * ``append-stream-broken-after-apply``: an AppendRows request is applied (its rows are in
   the stream, visible at once on ``_default``/COMMITTED, at commit on PENDING), then the
@@ -11,7 +11,7 @@
   INVALID_ARGUMENT "Input schema has more fields than BigQuery schema" (in the response's
   ``error``, the connection stays open, as the ``write-schema-refresh`` correction answers
   fields the table lacks). Widenings are recorded by the REST side
-  (:func:`.faults.record_widening`, on a successful tables.patch/update).
+  (:func:`.bigquery_rest.record_widening`, on a successful tables.patch/update).
 * ``append-row-errors-then-internal``: an append is refused with row errors for its first
   row (BigQuery's answer to a bad row: the whole request refused, ``row_errors`` naming
   it, nothing appended); the next append on the same stream (in the same exchange, or
@@ -21,7 +21,7 @@
   their streams, nothing committed; those streams answer so to every later commit.
 
 All are ``patch`` installs on :mod:`bqemulator.grpc_api.write_servicer`, made on top of
-the corrections (:mod:`.write_streams`) and only when a plan turns one on.
+the corrections (:mod:`plowline_devstack.bigquery.write_streams`) and only when a plan turns one on.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from typing import Any
 import bqemulator.grpc_api.write_servicer as servicer
 import grpc
 
-from plowline_devstack.bigquery.faults import (
+from plowline_devstack.bigquery.write_streams import more_fields_than_table
+from plowline_devstack.faults.bigquery_rest import (
     COMMIT_INVALID_STATE,
     PROPAGATION_DELAY,
     ROW_ERRORS_THEN_INTERNAL,
@@ -75,10 +76,7 @@ def install_propagation_delay() -> None:
         if writer is not None and table is not None:
             extra = not_yet_propagated(table, list(writer.field_names))
             if extra:
-                raise ValueError(
-                    "Input schema has more fields than BigQuery schema, extra fields: "
-                    + ", ".join(f"'{name}'" for name in extra)
-                )
+                raise more_fields_than_table(extra)
         return result
 
     _Handler._ensure_stream_bound = ensure_stream_bound  # type: ignore[method-assign]  # the seam

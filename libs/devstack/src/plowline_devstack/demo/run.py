@@ -2,12 +2,12 @@
 
 :class:`DemoRun` is the orchestration ``plowline demo`` and the e2e tier share: it starts
 the stack, creates the events table, launches the services as processes
-(``demo_services.py``), publishes generated lines, reads progress and the final figures
-(``demo_report.py``), can add the operator's hand-made conflicting column
-(``demo_conflict.py``) and restart the repeater with another backoff. With ``workers``
+(``demo/services.py``), publishes generated lines, reads progress and the final figures
+(``demo/report.py``), can add the operator's hand-made conflicting column
+(``demo/conflict.py``) and restart the repeater with another backoff. With ``workers``
 it starts a Spark standalone cluster beside the stack and submits the loader to it
-(``demo_cluster.py``). With ``faults`` the stand-ins fail as Google's services can
-(``faults.py``); ``config`` picks another Snowplow config (another ``load.mode``) and
+(``demo/cluster.py``). With ``faults`` the stand-ins fail as Google's services can
+(``faults/plan.py``); ``config`` picks another Snowplow config (another ``load.mode``) and
 ``buckets`` adds buckets (the FILE_LOADS staging bucket): ``chaos.py`` uses all three.
 """
 
@@ -23,13 +23,13 @@ from pathlib import Path
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.schema.field import Field
 
-from plowline_devstack import stack as stacks
 from plowline_devstack.clients import bigquery_client, publisher_client
-from plowline_devstack.demo_cluster import on_cluster, placement, write_driver
-from plowline_devstack.demo_conflict import add_by_hand, describe, hand_made_column
-from plowline_devstack.demo_progress import Progress
-from plowline_devstack.demo_report import Accounting, Summary, SystemsReader, sample_queries
-from plowline_devstack.demo_services import (
+from plowline_devstack.demo.cluster import on_cluster, placement, write_driver
+from plowline_devstack.demo.conflict import add_by_hand, describe, hand_made_column
+from plowline_devstack.demo.generate import DEAD_END, GeneratedLine, publish
+from plowline_devstack.demo.progress import Progress
+from plowline_devstack.demo.report import Accounting, Summary, SystemsReader, sample_queries
+from plowline_devstack.demo.services import (
     BAD_ROWS_PREFIX,
     DEAD_END_PREFIX,
     DEFAULT_BACKOFF_S,
@@ -47,12 +47,17 @@ from plowline_devstack.demo_services import (
     wait_ready,
     with_backoff,
 )
-from plowline_devstack.faults import NO_FAULTS, FaultPlan
-from plowline_devstack.generate import DEAD_END, GeneratedLine, publish
-from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
-from plowline_devstack.stack_config import StackConfig
+from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan
+from plowline_devstack.stack import lifecycle as stacks
+from plowline_devstack.stack.config import StackConfig
+from plowline_devstack.stack.spark_cluster import (
+    ClusterSpec,
+    SparkCluster,
+    read_cluster,
+    start_cluster,
+)
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 _SERVICES_FILE = "services.json"
 _STOP_ORDER = (LOADER, REPEATER, "deadletter", MUTATOR)
 _REINSERTED = "repeater_reinserted_total"
@@ -147,7 +152,7 @@ class DemoRun:
         wait_ready(list(self.services.values()), timeout)
 
     def add_conflicting_column(self) -> Field:
-        """Add the operator's hand-made legacy_order column (``demo_conflict.py``); return it.
+        """Add the operator's hand-made legacy_order column (``demo/conflict.py``); return it.
 
         Notes:
             Call it before any legacy_order event is published: otherwise the mutator

@@ -1,7 +1,7 @@
 """Chaos: faults on, every service SIGKILLed and restarted at random, every event accounted for.
 
 :func:`run_chaos` is the scenario ``plowline demo --chaos`` and the e2e tier share. It
-starts the local stack with a fault plan (``faults.py``) and the four services in one
+starts the local stack with a fault plan (``faults/plan.py``) and the four services in one
 write mode (``write_modes.py``), publishes ``events`` lines (~5% malformed, a quarter of
 them years old, new entity columns appearing as they go) paced over ``window`` seconds,
 and meanwhile SIGKILLs each service ``kills`` times at seeded random moments of that
@@ -34,13 +34,14 @@ from pathlib import Path
 
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack.chaos_tap import FailedInsertTap
-from plowline_devstack.demo_report import Accounting
-from plowline_devstack.demo_run import EXAMPLES, DemoRun
-from plowline_devstack.demo_services import SERVICE_NAMES
-from plowline_devstack.faults import NO_FAULTS, FaultPlan, struck_faults
-from plowline_devstack.generate import GeneratedLine, generate
-from plowline_devstack.write_modes import WriteMode, write_config
+from plowline_devstack.demo.chaos_tap import FailedInsertTap
+from plowline_devstack.demo.generate import GeneratedLine, generate
+from plowline_devstack.demo.report import Accounting
+from plowline_devstack.demo.run import EXAMPLES, DemoRun
+from plowline_devstack.demo.services import SERVICE_NAMES
+from plowline_devstack.demo.write_modes import WriteMode, write_config
+from plowline_devstack.faults.draws import struck_faults
+from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan
 
 CHAOS_ENV = {
     "PLOWLINE_LOADER_ACK_DEADLINE": "10",

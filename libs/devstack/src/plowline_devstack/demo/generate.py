@@ -3,7 +3,7 @@
 ``generate`` yields :class:`GeneratedLine` values: good page views, link clicks and
 custom checkouts (``traffic.py``), with ``bad_fraction`` of the lines malformed in one of
 ``malformed.MALFORMED_KINDS`` and, on request, ``never_fitting`` valid legacy orders that
-the demo's hand-made column refuses (``demo_conflict.py``). ``publish`` sends lines to a Pub/Sub topic at a steady rate
+the demo's hand-made column refuses (``demo/conflict.py``). ``publish`` sends lines to a Pub/Sub topic at a steady rate
 with the official client. The command writes to a file, stdout, or the local stack's topic.
 
 Notes:
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from plowline_devstack.cli import Command
-from plowline_devstack.malformed import MALFORMED_KINDS, malformed_line
-from plowline_devstack.traffic import NEVER_FITTING_KINDS, Traffic, assemble
+from plowline_devstack.demo.malformed import MALFORMED_KINDS, malformed_line
+from plowline_devstack.demo.traffic import NEVER_FITTING_KINDS, Traffic, assemble
 
 DEFAULT_BAD_FRACTION = 0.05
 DEFAULT_TOPIC = "enriched"
@@ -224,7 +224,7 @@ def _write(lines: Iterable[GeneratedLine], out: TextIO) -> None:
 
 def _to_topic(lines: Iterable[GeneratedLine], args: argparse.Namespace) -> int:
     from plowline_devstack.clients import emulator_publisher
-    from plowline_devstack.stack import read_state
+    from plowline_devstack.stack.lifecycle import read_state
 
     if args.pubsub:
         target, topic = args.pubsub, f"projects/{args.project}/topics/{args.topic}"

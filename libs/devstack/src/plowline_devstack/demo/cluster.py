@@ -19,8 +19,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from plowline_devstack.demo_services import ServiceSpec
-from plowline_devstack.spark_cluster import SparkCluster
+from plowline_devstack.demo.services import ServiceSpec
+from plowline_devstack.stack.spark_cluster import SparkCluster
 
 DRIVER_SOURCE = '''"""Run ``plowline-loader`` with this file's arguments (a spark-submit application)."""
 

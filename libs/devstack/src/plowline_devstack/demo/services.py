@@ -25,9 +25,9 @@ from pathlib import Path
 from plowline_core.errors import PlowlineError
 from prometheus_client.parser import text_string_to_metric_families
 
-from plowline_devstack.servers import free_ports, log_tail
-from plowline_devstack.spark_cluster import python_driver
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
+from plowline_devstack.stack.servers import free_ports, log_tail
+from plowline_devstack.stack.spark_cluster import python_driver
 
 LOADER, MUTATOR, REPEATER, DEADLETTER = "loader", "mutator", "repeater", "deadletter"
 SERVICE_NAMES = (MUTATOR, DEADLETTER, REPEATER, LOADER)

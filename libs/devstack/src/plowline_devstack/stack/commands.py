@@ -4,7 +4,7 @@
 provisions them and prints ``export`` lines on stdout (so ``eval "$(plowline dev up)"``
 works); progress and the elapsed time go to stderr. State, logs and data live in the data
 directory (default ``.plowline/`` in the current directory). ``up --workers N`` also
-starts a Spark standalone cluster (a master and N one-core workers, ``spark_cluster.py``)
+starts a Spark standalone cluster (a master and N one-core workers, ``stack/spark_cluster.py``)
 and exports its URL as ``PLOWLINE_SPARK_MASTER``; ``down`` stops it with the stack.
 """
 
@@ -18,11 +18,17 @@ from pathlib import Path
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack import stack
 from plowline_devstack.cli import Command
-from plowline_devstack.faults import describe, load_faults
-from plowline_devstack.spark_cluster import ClusterSpec, SparkCluster, read_cluster, start_cluster
-from plowline_devstack.stack_config import load_stack
+from plowline_devstack.faults.catalogue import describe
+from plowline_devstack.faults.plan import load_faults
+from plowline_devstack.stack import lifecycle
+from plowline_devstack.stack.config import load_stack
+from plowline_devstack.stack.spark_cluster import (
+    ClusterSpec,
+    SparkCluster,
+    read_cluster,
+    start_cluster,
+)
 
 DEFAULT_DATA_DIR = Path(".plowline")
 SPARK_DIR = "spark"
@@ -46,7 +52,7 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
         help="what to provision: a Snowplow config (0.x bigquery_config JSON or 1.x HOCON, a path "
         "or base64: its topics, subscriptions, dataset and table, plus the repeater's and "
         "dead-letter writer's subscriptions), or a provisioning file (JSON or TOML: project, "
-        "dataset, table, topics, subscriptions, buckets; see plowline_devstack.stack_config). "
+        "dataset, table, topics, subscriptions, buckets; see plowline_devstack.stack.config). "
         "Default: project plowline-local, dataset snowplow, table events",
     )
     parser.add_argument(
@@ -55,7 +61,7 @@ def _configure_up(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="make the stand-ins fail as Google's services can (TOML or JSON; e.g. "
         "[pubsub.duplicate-delivery] rate = 0.01); format and catalogue in "
-        "plowline_devstack/faults.py. Servers whose faults change are restarted; without "
+        "plowline_devstack/faults/plan.py. Servers whose faults change are restarted; without "
         "--faults a running stack keeps the faults it has (default on a new stack: none)",
     )
     parser.add_argument(
@@ -81,7 +87,7 @@ def _up(args: argparse.Namespace) -> int:
     try:
         config, roles = load_stack(args.config) if args.config else (None, [])
         faults = load_faults(args.faults) if args.faults else None
-        running = stack.up(args.data_dir, config, timeout=args.timeout, faults=faults)
+        running = lifecycle.up(args.data_dir, config, timeout=args.timeout, faults=faults)
         cluster = _cluster_up(args.data_dir / SPARK_DIR, args.workers)
     except PlowlineError as exc:
         print(f"plowline dev up failed: {exc}", file=sys.stderr)
@@ -122,7 +128,7 @@ def _cluster_up(directory: Path, workers: int) -> SparkCluster | None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    running = stack.read_state(args.data_dir)
+    running = lifecycle.read_state(args.data_dir)
     if running is None:
         print(f"no local stack recorded in {args.data_dir}", file=sys.stderr)
         return 1
@@ -149,7 +155,7 @@ def _down(args: argparse.Namespace) -> int:
     if cluster is not None:
         cluster.stop(grace=args.grace)
         print(f"stopped spark cluster {cluster.master_url}")
-    stopped = stack.down(args.data_dir, grace=args.grace)
+    stopped = lifecycle.down(args.data_dir, grace=args.grace)
     if stopped is None:
         print(f"no local stack recorded in {args.data_dir}", file=sys.stderr)
         return 0
@@ -169,7 +175,7 @@ def _configure_down(parser: argparse.ArgumentParser) -> None:
 
 
 def _env(args: argparse.Namespace) -> int:
-    running = stack.read_state(args.data_dir)
+    running = lifecycle.read_state(args.data_dir)
     if running is None:
         print(f"no local stack recorded in {args.data_dir}; run `plowline dev up`", file=sys.stderr)
         return 1

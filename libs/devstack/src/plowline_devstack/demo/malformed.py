@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from plowline_devstack.traffic import Traffic, assemble, unstruct_text
+from plowline_devstack.demo.traffic import Traffic, assemble, unstruct_text
 
 MALFORMED_KINDS = ("not_tsv", "field_count", "bad_timestamp", "bad_json", "unknown_schema")
 UNKNOWN_SCHEMA = "iglu:com.acme/coupon_applied/jsonschema/1-0-0"

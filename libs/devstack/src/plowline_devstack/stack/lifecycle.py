@@ -1,7 +1,7 @@
 """The local stack: Pub/Sub, BigQuery and Cloud Storage stand-ins started, provisioned, stopped.
 
 ``start_stack`` launches the three servers on free loopback ports, waits until each answers
-its official client, provisions a :class:`~plowline_devstack.provisioning.StackConfig` and
+its official client, provisions a :class:`~plowline_devstack.stack.provisioning.StackConfig` and
 returns a :class:`LocalStack`. ``up`` / ``down`` / ``read_state`` add a state file
 (``stack.json`` in the data directory) so the CLI can leave the servers running and find
 them again; ``up`` reuses every server that still answers.
@@ -26,11 +26,11 @@ from types import ModuleType
 
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack import servers
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.faults import NO_FAULTS, FaultPlan, parse_faults
-from plowline_devstack.servers import BIGQUERY, PUBSUB, SERVER_NAMES, STORAGE, ServerProcess
-from plowline_devstack.stack_config import StackConfig
+from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan, parse_faults
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.config import StackConfig
+from plowline_devstack.stack.servers import BIGQUERY, PUBSUB, SERVER_NAMES, STORAGE, ServerProcess
 
 STATE_FILE = "stack.json"
 FAULTS_FILE = "faults.json"
@@ -146,7 +146,7 @@ def start_stack(
 
     Notes:
         With ``daemon`` false (tests) the servers die with this process; ``up`` starts
-        daemons that outlive it. ``faults`` (default none; :mod:`plowline_devstack.faults`)
+        daemons that outlive it. ``faults`` (default none; :mod:`plowline_devstack.faults.plan`)
         makes the servers fail as Google's services can.
     """
     config = config or StackConfig()
@@ -311,11 +311,11 @@ def wait_until_ready(stack: LocalStack, timeout: float) -> None:
 def _probes() -> ModuleType:
     # Imported on first use: the Google clients take seconds to import, time better spent
     # while the servers start.
-    return importlib.import_module("plowline_devstack.probes")
+    return importlib.import_module("plowline_devstack.stack.probes")
 
 
 def _provision(stack: LocalStack) -> None:
-    from plowline_devstack.provisioning import provision
+    from plowline_devstack.stack.provisioning import provision
 
     provision(stack.config, stack.endpoints)
 

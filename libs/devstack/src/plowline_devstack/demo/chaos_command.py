@@ -14,11 +14,11 @@ from pathlib import Path
 
 from plowline_core.errors import ConfigError
 
-from plowline_devstack.chaos import ChaosPlan, run_chaos
-from plowline_devstack.chaos_verdict import ChaosVerdict, report_lines, verdict
-from plowline_devstack.demo_run import EXAMPLES, clear_previous
-from plowline_devstack.faults import load_faults
-from plowline_devstack.write_modes import WRITE_MODES, write_mode
+from plowline_devstack.demo.chaos import ChaosPlan, run_chaos
+from plowline_devstack.demo.chaos_verdict import ChaosVerdict, report_lines, verdict
+from plowline_devstack.demo.run import EXAMPLES, clear_previous
+from plowline_devstack.demo.write_modes import WRITE_MODES, write_mode
+from plowline_devstack.faults.plan import load_faults
 
 ALL_MODES = "all"
 DEFAULT_FAULTS = EXAMPLES / "faults-1pct.toml"

@@ -40,8 +40,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from plowline_devstack.chaos import ChaosReport
-from plowline_devstack.write_modes import INSERT_ID_WINDOW_S
+from plowline_devstack.demo.chaos import ChaosReport
+from plowline_devstack.demo.write_modes import INSERT_ID_WINDOW_S
 
 SETTLE_GOAL_S = 60.0
 """Issue 14's goal for the settle time; a figure of the run, not part of its verdict (the

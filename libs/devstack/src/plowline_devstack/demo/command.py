@@ -12,10 +12,10 @@ dead-end bucket. Prints a summary read from BigQuery, Cloud Storage and the serv
 With ``--monitor`` a real Prometheus (``prometheus`` on PATH) scrapes the four services
 during the run; at the end every panel query of the Grafana dashboard and every alert
 condition of ``deploy/monitoring/alerts.yaml`` is evaluated and printed
-(``demo_monitor.py``). The never-fitting case makes PlowlineDeadEnds hold, as it should;
+(``demo/monitor.py``). The never-fitting case makes PlowlineDeadEnds hold, as it should;
 ``--never-fitting 0`` is a healthy run.
 
-With ``--chaos`` it runs the chaos scenario instead (``demo_chaos.py``): faults on in the
+With ``--chaos`` it runs the chaos scenario instead (``chaos_command.py``): faults on in the
 stack, every service SIGKILLed and restarted at random while events flow, in one write mode
 or all of them.
 
@@ -36,14 +36,14 @@ from types import FrameType
 
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack import demo_chaos
 from plowline_devstack.cli import Command
-from plowline_devstack.demo_conflict import describe
-from plowline_devstack.demo_monitor import Prometheus, evaluate, find_prometheus, start_prometheus
-from plowline_devstack.demo_progress import watch
-from plowline_devstack.demo_run import DemoRun, clear_previous
-from plowline_devstack.demo_services import DEFAULT_BACKOFF_S
-from plowline_devstack.generate import GeneratedLine, generate
+from plowline_devstack.demo import chaos_command
+from plowline_devstack.demo.conflict import describe
+from plowline_devstack.demo.generate import GeneratedLine, generate
+from plowline_devstack.demo.monitor import Prometheus, evaluate, find_prometheus, start_prometheus
+from plowline_devstack.demo.progress import watch
+from plowline_devstack.demo.run import DemoRun, clear_previous
+from plowline_devstack.demo.services import DEFAULT_BACKOFF_S
 
 DEFAULT_DATA_DIR = Path(".plowline/demo")
 NEVER_FITTING_BACKOFF_S = 5.0
@@ -93,14 +93,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "dashboard panel, whether its queries returned data and, per alert, whether its "
         "condition holds",
     )
-    demo_chaos.configure(parser)
+    chaos_command.configure(parser)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.chaos:
         signal.signal(signal.SIGTERM, _interrupt)
         try:
-            return demo_chaos.run(args)
+            return chaos_command.run(args)
         except KeyboardInterrupt:
             print("\nplowline demo --chaos: interrupted", file=sys.stderr)
             return 130

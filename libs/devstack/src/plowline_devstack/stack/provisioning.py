@@ -1,4 +1,4 @@
-"""Create what a :class:`~plowline_devstack.stack_config.StackConfig` describes, with the official clients.
+"""Create what a :class:`~plowline_devstack.stack.config.StackConfig` describes, with the official clients.
 
 Notes:
     Idempotent: what exists is left as it is, so ``plowline dev up`` may run it again on a
@@ -27,7 +27,7 @@ from plowline_devstack.clients import (
     subscriber_client,
 )
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack_config import StackConfig, load_config
+from plowline_devstack.stack.config import StackConfig, load_config
 
 __all__ = [
     "StackConfig",

@@ -1,4 +1,4 @@
-"""The Pub/Sub faults of the catalogue (:mod:`plowline_devstack.faults`), as the broker draws them.
+"""The Pub/Sub faults of the catalogue (:mod:`.catalogue`), as the broker draws them.
 
 Each answers one question the broker or a stream asks at the moment the real service could
 fail, with a yes drawn from the fault's own generator (seeded with the plan's seed and the
@@ -33,7 +33,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from plowline_devstack.faults import FaultDraws, Params
+from plowline_devstack.faults.catalogue import Params
+from plowline_devstack.faults.draws import FaultDraws
 
 LATE_ACK = "late-ack-redelivery"
 DUPLICATE = "duplicate-delivery"

@@ -1,4 +1,4 @@
-"""The Cloud Storage faults of the catalogue (:mod:`plowline_devstack.faults`), on object requests.
+"""The Cloud Storage faults of the catalogue (:mod:`.catalogue`), on object requests.
 
 * ``service-unavailable``: an object request (upload, download, get, list, delete, patch,
   copy, compose) is answered 503 with Cloud Storage's JSON error, nothing done. The
@@ -14,7 +14,7 @@
 
 Bucket requests and the emulator's own ``/`` and ``/wipe`` are never faulted, so a stack
 always starts and provisions. Each fault draws from its own generator seeded with the
-plan's seed and its name. Installed on top of :mod:`.preconditions` by wrapping the
+plan's seed and its name. Installed on top of :mod:`plowline_devstack.storage.preconditions` by wrapping the
 handlers of gcp-storage-emulator's route table.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from gcp_storage_emulator import server as emulator_server
 from gcp_storage_emulator.handlers import objects
 
-from plowline_devstack.faults import FaultDraws
+from plowline_devstack.faults.draws import FaultDraws
 
 SERVICE_UNAVAILABLE = "service-unavailable"
 RESPONSE_LOST = "response-lost-after-write"
@@ -47,28 +47,23 @@ class StorageFaults(FaultDraws):
 
 def unavailable(response: Any) -> None:
     """Make ``response`` Cloud Storage's 503 (whatever the handler put in it before)."""
-    response.status = HTTPStatus.SERVICE_UNAVAILABLE
-    response.json(
-        {
-            "error": {
-                "code": 503,
-                "message": MESSAGE,
-                "errors": [{"message": MESSAGE, "domain": "global", "reason": "backendError"}],
-            }
-        }
-    )
+    _error(response, HTTPStatus.SERVICE_UNAVAILABLE, MESSAGE, "backendError")
 
 
 def forbidden(response: Any, name: str) -> None:
     """Make ``response`` Cloud Storage's 403 for an object under a retention policy."""
-    message = RETENTION_MESSAGE.format(name=name)
-    response.status = HTTPStatus.FORBIDDEN
+    _error(response, HTTPStatus.FORBIDDEN, RETENTION_MESSAGE.format(name=name), "forbidden")
+
+
+def _error(response: Any, status: HTTPStatus, message: str, reason: str) -> None:
+    """Make ``response`` Cloud Storage's JSON error (``error.code``, ``message``, ``errors``)."""
+    response.status = status
     response.json(
         {
             "error": {
-                "code": 403,
+                "code": int(status),
                 "message": message,
-                "errors": [{"message": message, "domain": "global", "reason": "forbidden"}],
+                "errors": [{"message": message, "domain": "global", "reason": reason}],
             }
         }
     )

@@ -11,7 +11,7 @@ Events:
     ``checkout_started``  ``unstruct_event``: com.acme/checkout_started 1-0-0 (custom)
     ``legacy_order``      ``unstruct_event``: com.acme/legacy_order 1-0-0 (custom; never in the
                           random mix: only ``generate(never_fitting=…)`` asks for it, see
-                          ``demo_conflict.py`` for the column it never fits)
+                          ``demo/conflict.py`` for the column it never fits)
 
 Notes:
     Deterministic: the same seed and start time give the same lines, byte for byte.

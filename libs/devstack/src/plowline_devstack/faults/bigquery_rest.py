@@ -1,8 +1,8 @@
-"""The BigQuery REST faults of the catalogue (:mod:`plowline_devstack.faults`), on the routes that matter.
+"""The BigQuery REST faults of the catalogue (:mod:`.catalogue`), on the routes that matter.
 
-Unlike the corrections (always on, :mod:`.corrections`), these make the emulator fail the
+Unlike the corrections (always on, :mod:`plowline_devstack.bigquery.corrections`), these make the emulator fail the
 way BigQuery does now and then; each is off unless the plan names it. They sit first in
-the interception chain (:mod:`.interception`), so a call that fails never reaches a
+the interception chain (:mod:`plowline_devstack.bigquery.interception`), so a call that fails never reaches a
 correction or the emulator:
 
 * ``backend-error``: the call is answered 500 or 503 ``backendError``, nothing applied.
@@ -16,7 +16,7 @@ correction or the emulator:
   window); a retried jobs.insert finds its job id taken.
 
 The same entries note the columns each successful tables.patch/update adds, for the Write
-API's ``schema-propagation-delay`` (:func:`record_widening`, read by :mod:`.write_faults`).
+API's ``schema-propagation-delay`` (:func:`record_widening`, read by :mod:`.bigquery_write`).
 
 Routes (``FAULTED_ROUTES``): insertAll; tables.get/patch/update; jobs.insert, jobs.get,
 jobs.query, jobs.getQueryResults. Creating datasets and tables, listing and reading rows
@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
-from plowline_devstack.faults import FaultDraws, Params
+from plowline_devstack.faults.catalogue import Params
+from plowline_devstack.faults.draws import FaultDraws
 
 BACKEND_ERROR = "backend-error"
 RATE_LIMIT = "rate-limit-exceeded"

@@ -34,9 +34,9 @@ from typing import Any
 import yaml
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack.servers import free_port, log_tail
+from plowline_devstack.stack.servers import free_port, log_tail
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[5]
 MONITORING = REPO / "deploy" / "monitoring"
 SCRAPE_INTERVAL_S = 1
 _HTTP_TIMEOUT_S = 10.0

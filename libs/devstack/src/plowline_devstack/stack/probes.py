@@ -14,7 +14,7 @@ from google.api_core.retry import Retry
 
 from plowline_devstack.clients import bigquery_client, publisher_client, storage_client
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.servers import BIGQUERY, PUBSUB, STORAGE
+from plowline_devstack.stack.servers import BIGQUERY, PUBSUB, STORAGE
 
 _PROBE_TIMEOUT = 1.0
 

@@ -15,7 +15,7 @@ import re
 from google.api_core.exceptions import AlreadyExists, DeadlineExceeded
 
 from plowline_devstack.clients import subscriber_client
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 TAP_SUBSCRIPTION = "failed-inserts-chaos-tap"
 _TOPIC = "failed-inserts"

@@ -2,7 +2,7 @@
 
 Each server runs in its own session (so ``plowline dev up`` can exit and leave it
 running) with stdout and stderr in a log file. Readiness probes live in
-:mod:`plowline_devstack.probes` (they import the Google clients, which is slow: the
+:mod:`plowline_devstack.stack.probes` (they import the Google clients, which is slow: the
 stack launches the servers first and imports the probes while they start).
 
 Notes:

@@ -4,7 +4,7 @@
 ids, the table schema, sample queries) and Cloud Storage (the bad-row and dead-end
 objects, one bad row per NDJSON line) with the official clients. :class:`Accounting`
 puts each published event id in its place: a table row, a bad row or a dead-end row, and
-checks the events meant never to fit (``demo_conflict.py``) are the dead-ended ones.
+checks the events meant never to fit (``demo/conflict.py``) are the dead-ended ones.
 
 Notes:
     A bad row or a dead-end row is matched to a published event by the event id text it
@@ -23,7 +23,7 @@ from typing import Any
 from plowline_core.schema.field import Field
 
 from plowline_devstack.clients import BIGQUERY_RETRY, bigquery_client, storage_client
-from plowline_devstack.stack import LocalStack
+from plowline_devstack.stack.lifecycle import LocalStack
 
 _UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _TIMEOUT_S = 20.0

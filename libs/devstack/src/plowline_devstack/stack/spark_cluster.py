@@ -34,7 +34,7 @@ from pathlib import Path
 
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack.servers import launch
+from plowline_devstack.stack.servers import launch
 
 STATE_FILE = "spark-cluster.json"
 _HOST = "127.0.0.1"
