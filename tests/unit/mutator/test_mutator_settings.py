@@ -91,8 +91,8 @@ def test_blank_token_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_out_of_range_port_is_invalid() -> None:
-    """A port above 65535 is refused with the setting named."""
-    with pytest.raises(ConfigError, match="port"):
+    """A port above 65535 is refused naming its flag and its variable."""
+    with pytest.raises(ConfigError, match=r"--port \(PLOWLINE_MUTATOR_PORT\)"):
         parse("serve", "--port", "70000")
 
 
@@ -139,6 +139,6 @@ def test_read_access_opens_by_flag_or_environment(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize("size", ["0", "100", str(65 * 1024 * 1024)])
 def test_body_limit_out_of_range_is_a_config_error(size: str) -> None:
-    """A body limit under 1 KiB or over 64 MiB is refused at start, naming the setting."""
-    with pytest.raises(ConfigError, match="max_body_bytes"):
+    """A body limit under 1 KiB or over 64 MiB is refused at start, naming flag and variable."""
+    with pytest.raises(ConfigError, match=r"--max-body-bytes \(PLOWLINE_MUTATOR_MAX_BODY_BYTES\)"):
         parse("serve", "--max-body-bytes", size)

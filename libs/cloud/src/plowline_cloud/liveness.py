@@ -38,11 +38,12 @@ from typing import Any, Protocol
 
 import structlog
 
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE
 from plowline_cloud.metrics import MetricsRegistry
 
 _log = structlog.get_logger("plowline.liveness")
 
-EXIT_STOPPED, EXIT_STREAM_ENDED = 0, 1
+EXIT_STOPPED, EXIT_STREAM_ENDED = EXIT_OK, EXIT_UNAVAILABLE
 """What a consumer exits with: stopped on request (SIGTERM), or no longer alive."""
 
 STALL_TIMEOUT_HELP = (

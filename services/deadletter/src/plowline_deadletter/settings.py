@@ -22,12 +22,14 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+ENV_PREFIX = "PLOWLINE_DEADLETTER_"
+
 
 class DeadLetterSettings(BaseSettings):
     """Everything ``plowline-deadletter run`` needs."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_DEADLETTER_", extra="forbid", populate_by_name=True, frozen=True
+        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)

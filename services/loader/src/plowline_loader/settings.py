@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from plowline_cloud.chassis import describe_errors
 from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
@@ -43,6 +44,7 @@ from plowline_loader.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
+_FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
 
 
 class LoaderSettings(BaseSettings):
@@ -212,7 +214,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
         settings.options()
         settings.webhook_tag_map()
     except ValidationError as error:
-        raise ConfigError(describe_errors(error)) from None
+        raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
     settings.webhook()
     if settings.lease_interval >= settings.ack_deadline:
         raise ConfigError(
@@ -220,16 +222,3 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
             f"({settings.lease_interval} >= {settings.ack_deadline})"
         )
     return settings
-
-
-def describe_errors(error: ValidationError) -> str:
-    """Return one line per invalid setting: ``--flag (VARIABLE): problem (got value)``."""
-    lines = []
-    for item in error.errors():
-        name = str(item["loc"][0]) if item["loc"] else "settings"
-        flag = "--" + name.replace("_", "-")
-        if name == "resolver":
-            flag = "--resolver (or 2.x's --iglu-config)"
-        got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
-        lines.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {item['msg']}{got}")
-    return "invalid settings: " + "; ".join(lines)

@@ -1,7 +1,7 @@
 """Flags shared by the mutator's subcommands, and the wrapper that turns errors into exit codes.
 
-Exit codes: 0 done, 1 the job failed (BigQuery, Pub/Sub or Iglu refused or failed),
-2 usage or configuration error.
+Exit codes (``plowline_cloud.chassis``): 0 done, 1 the job failed (BigQuery, Pub/Sub or
+Iglu refused or failed), 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 import structlog
+from plowline_cloud.chassis import EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_cloud.config_source import IGLU_CONFIG_HELP, load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.logging import configure_logging
@@ -20,7 +21,6 @@ from plowline_core.schema.entity import ColumnMode
 
 from plowline_mutator.settings import MutatorSettings, settings_from_args
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SERVICE = "plowline-mutator"
 
 # A string alias: _SubParsersAction is generic only to type checkers.
@@ -89,4 +89,4 @@ def run_job(job: Job, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except PlowlineError as error:
         log.error("command failed", command=args.command, error=str(error))
-        return EXIT_FAILED
+        return EXIT_UNAVAILABLE

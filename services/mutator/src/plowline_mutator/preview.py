@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TextIO
 
 import orjson
+from plowline_cloud.chassis import EXIT_OK, EXIT_USAGE
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
@@ -27,7 +28,8 @@ from plowline_core.schema.ddl_json import InvalidSchema
 from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+EXIT_ERRORS = 1
+"""What ``preview`` exits with when a type cannot be mapped (0 and 2: ``plowline_cloud.chassis``)."""
 
 _DESCRIPTION = """\
 Print, for each schema, the BigQuery column the mutator would add for it, without

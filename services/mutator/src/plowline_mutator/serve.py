@@ -19,12 +19,13 @@ from typing import Any
 
 import structlog
 import uvicorn
+from plowline_cloud.chassis import EXIT_OK
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP, register_watch_metrics
 
 from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.bootstrap import build_runtime
 from plowline_mutator.listen import ListenerRun
-from plowline_mutator.options import EXIT_OK, Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.serve")

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plowline_cloud.chassis import describe_errors
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
@@ -20,6 +21,9 @@ from pydantic import AliasChoices, SecretStr, ValidationError, field_validator, 
 from pydantic import Field as Setting
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+ENV_PREFIX = "PLOWLINE_MUTATOR_"
+#: Flags not spelt ``--`` and the setting's name in kebab case (``describe_errors``).
+_FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)", "token": "--token-file"}
 #: Command-line attributes copied onto settings of the same name when given.
 _FROM_ARGS = (
     "config",
@@ -43,7 +47,7 @@ class MutatorSettings(BaseSettings):
     """Everything the mutator needs to start, validated once."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_MUTATOR_", extra="forbid", frozen=True, populate_by_name=True
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True
     )
 
     config: str | Path | None = None  # a path or base64 (plowline_cloud.config_source)
@@ -100,7 +104,7 @@ class MutatorSettings(BaseSettings):
         missing = [name for name in names if getattr(self, name) is None]
         if missing:
             flags = ", ".join(f"--{name}" for name in missing)
-            raise ConfigError(f"missing {flags} (or PLOWLINE_MUTATOR_{missing[0].upper()})")
+            raise ConfigError(f"missing {flags} (or {ENV_PREFIX}{missing[0].upper()})")
 
     def require_auth(self) -> None:
         """Refuse to serve without a token unless ``--insecure-no-auth`` was given."""
@@ -132,10 +136,7 @@ def settings_from_args(args: argparse.Namespace, **overrides: Any) -> MutatorSet
     try:
         return MutatorSettings(**values)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
 
 
 def _read_token(path: Path) -> SecretStr:

@@ -25,19 +25,17 @@ Notes:
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
+from plowline_cloud.chassis import package_version, stop_on_signals
 from plowline_cloud.clients import (
     bigquery_client,
     publisher_client,
@@ -49,6 +47,7 @@ from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.liveness import ProgressWatch, keep_consuming, register_watch_metrics
 from plowline_cloud.metrics import MetricsRegistry, start_health_server
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.pubsub_paths import subscription_path, topic_path
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
@@ -93,10 +92,7 @@ GRANTS: tuple[Grant, ...] = (
 
 def repeater_version() -> str:
     """Return the installed plowline-repeater version (the bad rows' processor version)."""
-    try:
-        return version(ARTIFACT)
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0.0.0"
+    return package_version(ARTIFACT)
 
 
 def load_config(value: str | Path) -> PipelineConfig:
@@ -129,11 +125,6 @@ def reinsert_sink(
         )
         return DistinctRowSink(sink)  # a failed insert delivered twice, held in one insert
     return BigQueryRowSink(bigquery, table_ref, schema)
-
-
-def subscription_path(project: str, name: str) -> str:
-    """Return a full subscription path; a short name lives in the config's project."""
-    return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
 
 
 def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
@@ -192,7 +183,7 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         lambda: subscriber.running and repeater.ready,
         liveness=watch.details,
     )
-    stop = _stop_event()
+    stop = stop_on_signals()
     subscriber.start(repeater.receive)
     _log.info(
         "repeater started",
@@ -220,22 +211,6 @@ def _loop(
         repeater.arrived.wait(_TICK_SECONDS)
 
     return keep_consuming(subscriber, watch, stop, tick, name="repeater").code
-
-
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop
-
-
-def topic_path(project: str, name: str) -> str:
-    """Return a full topic path; a short name lives in the config's project."""
-    return name if name.startswith("projects/") else f"projects/{project}/topics/{name}"
 
 
 def replay(settings: ReplaySettings, endpoints: EmulatorSettings) -> int:

@@ -6,7 +6,7 @@
 (``--config=$B64_HOCON --resolver=… --bufferSize=20 --timeout=20 --backoffPeriod=900``,
 subscription and bucket read from ``repeater.input`` and ``repeater.output.deadLetters``).
 
-Exit codes: see :mod:`plowline_repeater.exit_status` (0 done, 1 a dependency failed, 2 usage).
+Exit codes: ``plowline_cloud.chassis`` (0 done, 1 a dependency failed, 2 usage).
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plowline_cloud.chassis import EXIT_USAGE, describe_errors, flag_names, guarded
 from plowline_cloud.command_line import with_default_command
 from plowline_cloud.config_source import IGLU_CONFIG_HELP
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
-
-from plowline_repeater.exit_status import EXIT_USAGE, guarded
 
 _RUN_EPILOG = """\
 A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
@@ -154,13 +153,15 @@ def _run(args: dict[str, Any]) -> int:
     from plowline_cloud.logging import configure_logging
 
     from plowline_repeater.bootstrap import run
-    from plowline_repeater.settings import EmulatorSettings, RepeaterSettings
+    from plowline_repeater.settings import ENV_PREFIX, EmulatorSettings, RepeaterSettings
 
     try:
         settings = RepeaterSettings(**args)
         endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment
     except ValidationError as error:
-        print(f"plowline-repeater: invalid settings:\n{error}", file=sys.stderr)
+        flags = flag_names(build_parser(), "run")
+        problem = describe_errors(error, ENV_PREFIX, flags)
+        print(f"plowline-repeater: {problem}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging("repeater", "DEBUG" if settings.verbose else "INFO", settings.log_json)
     return guarded("plowline-repeater", lambda: run(settings, endpoints))

@@ -8,9 +8,9 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from plowline_cloud.chassis import EXIT_USAGE, guarded
 from pydantic import ValidationError
 
-from plowline_repeater.exit_status import EXIT_USAGE, guarded
 from plowline_repeater.replay_plan import parse_moment
 
 _DESCRIPTION = """\

@@ -32,6 +32,9 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name.lower(), name)
 
 
+ENV_PREFIX = "PLOWLINE_REPEATER_"
+
+
 class EmulatorSettings(BaseSettings):
     """Where the local stand-ins listen (all unset on Google Cloud)."""
 
@@ -51,7 +54,7 @@ class RepeaterSettings(BaseSettings):
     """Everything ``plowline-repeater run`` needs."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_REPEATER_", extra="forbid", populate_by_name=True, frozen=True
+        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
