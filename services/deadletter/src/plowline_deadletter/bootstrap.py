@@ -21,9 +21,9 @@ from plowline_cloud.liveness import (
     EXIT_STOPPED,
     ProgressWatch,
     keep_consuming,
-    register_watch_metrics,
+    serve_probes,
 )
-from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_cloud.pubsub_paths import subscription_path
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -93,14 +93,11 @@ def run(settings: DeadLetterSettings) -> int:
         max_lease_seconds=int(options.window * 2 + 600),
         watch=watch,
     )
-    register_watch_metrics(registry, "deadletter", watch, lambda: subscriber.running)
     registry.gauge(
         "deadletter_oldest_message_age_seconds",
         "Age since publish of the oldest bad row held (the backlog as this writer sees it)",
     ).set_function(subscriber.oldest_held_age_s)
-    health = start_health_server(
-        settings.port, registry, lambda: subscriber.running, liveness=watch.details
-    )
+    health = serve_probes(settings.port, registry, "deadletter", watch, lambda: subscriber.running)
     stop = stop_on_signals()
     lookback = Lookback(settings.dedup_lookback, settings.window)
     recall_at_start(store, writer, clock.now(), lookback, metrics, time.monotonic)

@@ -44,8 +44,8 @@ from plowline_cloud.clients import (
 )
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
-from plowline_cloud.liveness import ProgressWatch, keep_consuming, register_watch_metrics
-from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.liveness import ProgressWatch, keep_consuming, serve_probes
+from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.pubsub_paths import subscription_path, topic_path
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
@@ -172,16 +172,12 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         max_lease_seconds=int(options.backoff_period + options.window + 600),
         watch=watch,
     )
-    register_watch_metrics(registry, "repeater", watch, lambda: subscriber.running)
     registry.gauge(
         "repeater_oldest_message_age_seconds",
         "Age since publish of the oldest failed insert held (the backlog as the repeater sees it)",
     ).set_function(subscriber.oldest_held_age_s)
-    health = start_health_server(
-        settings.port,
-        registry,
-        lambda: subscriber.running and repeater.ready,
-        liveness=watch.details,
+    health = serve_probes(
+        settings.port, registry, "repeater", watch, lambda: subscriber.running and repeater.ready
     )
     stop = stop_on_signals()
     subscriber.start(repeater.receive)
