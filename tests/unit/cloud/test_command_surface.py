@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Callable
 
 import pytest
+from plowline_cloud.service_settings import EmulatorEndpoints
 from plowline_deadletter.cli import build_parser as deadletter_parser
 from plowline_deadletter.settings import DeadLetterSettings
 from plowline_loader.cli import build_parser as loader_parser
@@ -19,7 +20,7 @@ from plowline_loader.settings import LoaderSettings
 from plowline_mutator.cli import build_parser as mutator_parser
 from plowline_mutator.settings import MutatorSettings
 from plowline_repeater.cli import build_parser as repeater_parser
-from plowline_repeater.settings import EmulatorSettings, RepeaterSettings
+from plowline_repeater.settings import RepeaterSettings
 from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
@@ -133,7 +134,7 @@ _SETTINGS: dict[str, type[BaseSettings]] = {
     "LoaderSettings": LoaderSettings,
     "MutatorSettings": MutatorSettings,
     "RepeaterSettings": RepeaterSettings,
-    "EmulatorSettings": EmulatorSettings,
+    "EmulatorSettings": EmulatorEndpoints,  # the repeater's, now every service's
     "DeadLetterSettings": DeadLetterSettings,
 }
 

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from plowline_cloud.chassis import describe_errors
+from plowline_cloud.service_settings import EmulatorEndpoints, IgluConfigAlias
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
-from pydantic import AliasChoices, SecretStr, ValidationError, field_validator, model_validator
 from pydantic import Field as Setting
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import SecretStr, ValidationError, field_validator
+from pydantic_settings import SettingsConfigDict
 
 ENV_PREFIX = "PLOWLINE_MUTATOR_"
 #: Flags not spelt ``--`` and the setting's name in kebab case (``describe_errors``).
@@ -43,7 +44,7 @@ _FROM_ARGS = (
 )
 
 
-class MutatorSettings(BaseSettings):
+class MutatorSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything the mutator needs to start, validated once."""
 
     model_config = SettingsConfigDict(
@@ -68,14 +69,6 @@ class MutatorSettings(BaseSettings):
     verbose: bool = False
     log_level: str = "INFO"
     log_json: bool = True
-    pubsub_emulator_host: str | None = Setting(
-        default=None,
-        validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST"),
-    )
-    bigquery_emulator_host: str | None = Setting(
-        default=None,
-        validation_alias=AliasChoices("bigquery_emulator_host", "BIGQUERY_EMULATOR_HOST"),
-    )
 
     @field_validator("token")
     @classmethod
@@ -83,15 +76,6 @@ class MutatorSettings(BaseSettings):
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("the API token must not be blank")
         return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _iglu_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("resolver") is None:
-            iglu = data.get("iglu_config")
-            if iglu is not None:
-                return {**data, "resolver": iglu}
-        return data
 
     def with_config(self, pipeline: PipelineConfig) -> MutatorSettings:
         """Return these settings with ``major`` columns for a 2.x config, unless a mode was set."""

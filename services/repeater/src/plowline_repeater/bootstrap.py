@@ -48,6 +48,7 @@ from plowline_cloud.liveness import ProgressWatch, keep_consuming, serve_probes
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
 from plowline_cloud.pubsub_paths import subscription_path, topic_path
+from plowline_cloud.service_settings import EmulatorEndpoints
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
@@ -69,7 +70,7 @@ from plowline_repeater.replay import (
 )
 from plowline_repeater.replay_plan import TimeWindow, select_objects
 from plowline_repeater.replay_report import render
-from plowline_repeater.settings import EmulatorSettings, RepeaterSettings, ReplaySettings
+from plowline_repeater.settings import RepeaterSettings, ReplaySettings
 
 if TYPE_CHECKING:
     from google.cloud.bigquery import Client
@@ -127,7 +128,7 @@ def reinsert_sink(
     return BigQueryRowSink(bigquery, table_ref, schema)
 
 
-def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
+def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
     """Repeat failed inserts until SIGTERM; return the exit code."""
     pipeline = load_config(settings.config)
     config = pipeline.repeater
@@ -209,7 +210,7 @@ def _loop(
     return keep_consuming(subscriber, watch, stop, tick, name="repeater").code
 
 
-def replay(settings: ReplaySettings, endpoints: EmulatorSettings) -> int:
+def replay(settings: ReplaySettings, endpoints: EmulatorEndpoints) -> int:
     """Replay a dead-end path (see ``plowline_repeater.replay``); print the summary; return the exit code."""
     config = load_config(settings.config).repeater if settings.config is not None else None
     if config is None and not settings.dry_run:
@@ -256,7 +257,7 @@ def _describe(settings: ReplaySettings, config: BigQueryConfig | None) -> str:
 
 @contextmanager
 def _destination(
-    settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorSettings
+    settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorEndpoints
 ) -> Iterator[Destination]:
     if settings.to == "failed-inserts":
         publisher = publisher_client(endpoints.pubsub_emulator_host)

@@ -151,13 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: dict[str, Any]) -> int:
     from plowline_cloud.logging import configure_logging
+    from plowline_cloud.service_settings import EmulatorEndpoints
 
     from plowline_repeater.bootstrap import run
-    from plowline_repeater.settings import ENV_PREFIX, EmulatorSettings, RepeaterSettings
+    from plowline_repeater.settings import ENV_PREFIX, RepeaterSettings
 
     try:
         settings = RepeaterSettings(**args)
-        endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment
+        endpoints = EmulatorEndpoints()  # type: ignore[call-arg]  # values come from the environment
     except ValidationError as error:
         flags = flag_names(build_parser(), "run")
         problem = describe_errors(error, ENV_PREFIX, flags)

@@ -13,44 +13,24 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from plowline_cloud.service_settings import IgluConfigAlias
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import ConfigError
 from pydantic import (
-    AliasChoices,
     Field,
     PositiveFloat,
     PositiveInt,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-
-def _env(name: str) -> AliasChoices:
-    return AliasChoices(name.lower(), name)
-
+from pydantic_settings import SettingsConfigDict
 
 ENV_PREFIX = "PLOWLINE_REPEATER_"
 
 
-class EmulatorSettings(BaseSettings):
-    """Where the local stand-ins listen (all unset on Google Cloud)."""
-
-    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    pubsub_emulator_host: str | None = Field(None, validation_alias=_env("PUBSUB_EMULATOR_HOST"))
-    bigquery_emulator_host: str | None = Field(
-        None, validation_alias=_env("BIGQUERY_EMULATOR_HOST")
-    )
-    storage_emulator_host: str | None = Field(None, validation_alias=_env("STORAGE_EMULATOR_HOST"))
-    bigquery_emulator_grpc_host: str | None = Field(
-        None, validation_alias=_env("BIGQUERY_EMULATOR_GRPC_HOST")
-    )
-
-
-class RepeaterSettings(BaseSettings):
+class RepeaterSettings(IgluConfigAlias):
     """Everything ``plowline-repeater run`` needs."""
 
     model_config = SettingsConfigDict(
@@ -74,15 +54,6 @@ class RepeaterSettings(BaseSettings):
     log_json: bool = True
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _iglu_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("resolver") is None:
-            iglu = data.get("iglu_config")
-            if iglu is not None:
-                return {**data, "resolver": iglu}
-        return data
 
     @model_validator(mode="after")
     def _stall_after_backoff(self) -> RepeaterSettings:
