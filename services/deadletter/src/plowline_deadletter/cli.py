@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plowline_cloud.chassis import EXIT_USAGE, describe_errors, flag_names, guarded
-from plowline_cloud.command_line import with_default_command
-from plowline_cloud.config_source import IGLU_CONFIG_HELP
+from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
 
@@ -60,18 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument(
-        "--config",
-        metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+    add_snowplow_inputs(
+        run,
+        config_help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
         "(projectId; a 2.x config also names the default --badRowsSub and --bucket)",
+        resolver_help="Iglu resolver config: accepted as Snowplow passes it, not needed to write "
+        "bad rows",
     )
-    run.add_argument(
-        "--resolver",
-        metavar="PATH|BASE64",
-        help="Iglu resolver config: accepted as Snowplow passes it, not needed to write bad rows",
-    )
-    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--badRowsSub",
         dest="bad_rows_sub",

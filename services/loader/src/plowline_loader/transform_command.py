@@ -18,6 +18,7 @@ from typing import IO
 
 from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.command_line import add_resolver
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.badrows import BadRow, Processor
@@ -56,12 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--resolver",
-        "--iglu-config",  # Snowplow 2.x's name
-        dest="resolver",
-        required=True,
-        metavar="PATH|BASE64",
+    add_resolver(
+        parser,
         help="Iglu resolver config (JSON or HOCON), as a path or base64 (2.x: --iglu-config)",
     )
     parser.add_argument(

@@ -13,10 +13,10 @@ import orjson
 import structlog
 from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE
 from plowline_core.iglu.key import SchemaKey
-from plowline_core.schema.entity import EntityType, ShredProperty
+from plowline_core.schema.entity import EntityType
 
 from plowline_mutator.bootstrap import build_runtime
-from plowline_mutator.options import Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, run_job, shred_property
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.add_column")
@@ -40,7 +40,7 @@ def register(subparsers: Subparsers) -> None:
         "--shredProperty",
         dest="shred_property",
         required=True,
-        type=_shred_property,
+        type=shred_property,
         metavar="{CONTEXTS,DERIVED_CONTEXTS,UNSTRUCT_EVENT}",
         help="where the entity sits in the event",
     )
@@ -72,13 +72,3 @@ def _schema_key(text: str) -> SchemaKey:
         return SchemaKey.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _shred_property(text: str) -> ShredProperty:
-    try:
-        return ShredProperty(text.upper())
-    except ValueError:
-        choices = ", ".join(ShredProperty)
-        raise argparse.ArgumentTypeError(
-            f"invalid shred property {text!r} (choose from {choices})"
-        ) from None

@@ -17,7 +17,7 @@ from plowline_cloud.config_source import IGLU_CONFIG_HELP, load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError, PlowlineError
-from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.entity import ColumnMode, ShredProperty
 
 from plowline_mutator.settings import MutatorSettings, settings_from_args
 
@@ -90,3 +90,18 @@ def run_job(job: Job, args: argparse.Namespace) -> int:
     except PlowlineError as error:
         log.error("command failed", command=args.command, error=str(error))
         return EXIT_UNAVAILABLE
+
+
+def shred_property(text: str) -> ShredProperty:
+    """Parse ``--shredProperty``/``--shred-property`` (any case): CONTEXTS, DERIVED_CONTEXTS …
+
+    Raises:
+        argparse.ArgumentTypeError: not one of them (argparse prints the choices, exit 2).
+    """
+    try:
+        return ShredProperty(text.upper())
+    except ValueError:
+        choices = ", ".join(ShredProperty)
+        raise argparse.ArgumentTypeError(
+            f"invalid shred property {text!r} (choose from {choices})"
+        ) from None

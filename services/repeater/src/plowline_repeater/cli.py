@@ -17,8 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from plowline_cloud.chassis import EXIT_USAGE, describe_errors, flag_names, guarded
-from plowline_cloud.command_line import with_default_command
-from plowline_cloud.config_source import IGLU_CONFIG_HELP
+from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
 
@@ -62,16 +61,12 @@ def _add_run(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument(
-        "--config",
-        metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+    add_snowplow_inputs(
+        run,
+        config_help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
         "(table)",
+        resolver_help="Iglu resolver config, a path or base64",
     )
-    run.add_argument(
-        "--resolver", metavar="PATH|BASE64", help="Iglu resolver config, a path or base64"
-    )
-    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--failedInsertsSub",
         dest="failed_inserts_sub",
