@@ -1,12 +1,14 @@
-"""Specification of the command chassis: a bad setting is named by its flag and its variable."""
+"""Specification of the command chassis: versions, and bad settings named by flag and variable."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
-from plowline_cloud.chassis import EXIT_USAGE
+from plowline_cloud.chassis import EXIT_USAGE, package_version
 from plowline_deadletter.cli import main as deadletter_main
+from plowline_loader.cli import main as loader_main
+from plowline_mutator.cli import main as mutator_main
 from plowline_repeater.cli import main as repeater_main
 
 
@@ -50,3 +52,23 @@ def test_a_bad_setting_is_named_by_flag_and_variable(
 
     stderr = capsys.readouterr().err
     assert (code, expected in stderr) == (EXIT_USAGE, True), stderr
+
+
+@pytest.mark.parametrize(
+    ("main", "program"),
+    [
+        pytest.param(loader_main, "plowline-loader", id="loader"),
+        pytest.param(mutator_main, "plowline-mutator", id="mutator"),
+        pytest.param(repeater_main, "plowline-repeater", id="repeater"),
+        pytest.param(deadletter_main, "plowline-deadletter", id="deadletter"),
+    ],
+)
+def test_every_service_says_its_version(
+    main: Callable[[list[str]], int], program: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--version`` prints the program and its installed version, and exits 0."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+
+    expected = (0, f"{program} {package_version(program)}")
+    assert (exit_.value.code, capsys.readouterr().out.strip()) == expected

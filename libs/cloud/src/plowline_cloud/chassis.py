@@ -10,7 +10,8 @@ as a Snowplow common-streams app is; what every command does the same way is her
 - :func:`describe_errors`, which names a bad setting by its flag AND its variable
   (:func:`flag_names` reads the flags off the parser, Snowplow's camelCase included);
 - :func:`stop_on_signals`, the graceful stop (SIGTERM, SIGINT) as a ``threading.Event``;
-- :func:`package_version`, what ``--version`` and the bad rows' processor say.
+- :func:`add_version` and :func:`package_version`, what ``--version`` and the bad rows'
+  processor say.
 
 The lifecycle of a long-running command (health, readiness and metrics on ``--port``, the
 run-until-stopped loop, "a consumer whose stream ended is not alive") is
@@ -63,6 +64,13 @@ def describe_errors(
         got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
         lines.append(f"{flag} ({env_prefix}{name.upper()}): {item['msg']}{got}")
     return "invalid settings: " + "; ".join(lines)
+
+
+def add_version(parser: argparse.ArgumentParser, distribution: str) -> None:
+    """Add ``--version``: print ``<prog> <installed version of distribution>`` and exit 0."""
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {package_version(distribution)}"
+    )
 
 
 def flag_names(parser: argparse.ArgumentParser, command: str | None = None) -> dict[str, str]:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from plowline_cloud.chassis import EXIT_USAGE, describe_errors, flag_names, guarded
+from plowline_cloud.chassis import EXIT_USAGE, add_version, describe_errors, flag_names, guarded
 from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="plowline-deadletter",
         description="Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket.",
     )
+    add_version(parser, "plowline-deadletter")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = commands.add_parser(
         "run",

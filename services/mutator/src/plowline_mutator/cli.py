@@ -11,6 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from plowline_cloud.chassis import add_version
+
 from plowline_mutator import add_column, create, listen, preview, serve
 
 _COMMANDS = (create, listen, add_column, serve, preview)
@@ -22,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="plowline-mutator",
         description="Keep a Snowplow BigQuery events table's columns in step with the events.",
     )
+    add_version(parser, "plowline-mutator")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
