@@ -20,10 +20,10 @@ import threading
 
 import structlog
 from plowline_cloud.chassis import stop_on_signals
-from plowline_cloud.liveness import STALL_TIMEOUT_HELP, keep_consuming, serve_probes
+from plowline_cloud.liveness import keep_consuming, serve_probes
 
 from plowline_mutator.bootstrap import Runtime, build_runtime
-from plowline_mutator.options import Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, add_listener_flags, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.listen")
@@ -44,18 +44,7 @@ def register(subparsers: Subparsers) -> None:
         type=int,
         help=f"health and metrics port (default {LISTEN_PORT}, 0 = any; or PLOWLINE_MUTATOR_PORT)",
     )
-    parser.add_argument(
-        "--stall-timeout",
-        type=float,
-        metavar="SECONDS",
-        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        default=None,
-        help="log every message's types (and debug logs)",
-    )
+    add_listener_flags(parser)
     parser.set_defaults(handler=lambda args: run_job(_listen, args))
 
 

@@ -15,6 +15,7 @@ import structlog
 from plowline_cloud.chassis import EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_cloud.config_source import IGLU_CONFIG_HELP, load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError, PlowlineError
 from plowline_core.schema.entity import ColumnMode, ShredProperty
@@ -66,6 +67,22 @@ def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
             metavar="NAME=STATUS,…;…",
             help=NOT_FOUND_HELP + " (or PLOWLINE_MUTATOR_IGLU_NOT_FOUND)",
         )
+
+
+def add_listener_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the types listener's ``--stall-timeout`` and ``--verbose`` (``listen``, ``serve``)."""
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="log every message's types (and debug logs)",
+    )
 
 
 def run_job(job: Job, args: argparse.Namespace) -> int:
