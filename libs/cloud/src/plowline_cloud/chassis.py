@@ -10,6 +10,7 @@ as a Snowplow common-streams app is; what every command does the same way is her
 - :func:`describe_errors`, which names a bad setting by its flag AND its variable
   (:func:`flag_names` reads the flags off the parser, Snowplow's camelCase included);
 - :func:`stop_on_signals`, the graceful stop (SIGTERM, SIGINT) as a ``threading.Event``;
+- :func:`command_parser`, a service's top-level parser and its subcommands;
 - :func:`add_version` and :func:`package_version`, what ``--version`` and the bad rows'
   processor say.
 
@@ -27,6 +28,7 @@ import threading
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from types import FrameType
+from typing import TypeAlias
 
 from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
@@ -34,6 +36,9 @@ from pydantic import ValidationError
 EXIT_OK = 0
 EXIT_UNAVAILABLE = 1
 EXIT_USAGE = 2
+
+# A string alias: _SubParsersAction is generic only to type checkers.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def guarded(prog: str, command: Callable[[], int]) -> int:
@@ -64,6 +69,16 @@ def describe_errors(
         got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
         lines.append(f"{flag} ({env_prefix}{name.upper()}): {item['msg']}{got}")
     return "invalid settings: " + "; ".join(lines)
+
+
+def command_parser(prog: str, description: str) -> tuple[argparse.ArgumentParser, Subparsers]:
+    """Return a service's top-level parser (with ``--version``) and its required subcommands.
+
+    ``prog`` is also the distribution whose version ``--version`` prints.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_version(parser, prog)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
 
 def add_version(parser: argparse.ArgumentParser, distribution: str) -> None:

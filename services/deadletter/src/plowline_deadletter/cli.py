@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from plowline_cloud.chassis import EXIT_USAGE, add_version, describe_errors, flag_names, guarded
+from plowline_cloud.chassis import EXIT_USAGE, command_parser, describe_errors, flag_names, guarded
 from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
@@ -46,12 +46,9 @@ Endpoints: /healthz, /readyz and /metrics on --port.
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with the ``run`` command."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-deadletter",
-        description="Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket.",
+    parser, commands = command_parser(
+        "plowline-deadletter", "Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket."
     )
-    add_version(parser, "plowline-deadletter")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = commands.add_parser(
         "run",
         help="consume the bad-rows subscription into the bucket until SIGTERM",

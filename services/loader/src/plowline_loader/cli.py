@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
 
-from plowline_cloud.chassis import add_version, package_version
+from plowline_cloud.chassis import command_parser, package_version
 from plowline_cloud.command_line import split_unknown_options, with_default_command
 
 # Command modules, imported when the parser is built (they import ``loader_version``).
@@ -39,12 +39,9 @@ def loader_version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-loader",
-        description="Load Snowplow enriched events into BigQuery (plowline loader).",
+    parser, subparsers = command_parser(
+        "plowline-loader", "Load Snowplow enriched events into BigQuery (plowline loader)."
     )
-    add_version(parser, "plowline-loader")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS:
         import_module(module).register(subparsers)
     return parser

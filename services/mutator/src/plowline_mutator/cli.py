@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from plowline_cloud.chassis import add_version
+from plowline_cloud.chassis import command_parser
 
 from plowline_mutator import add_column, create, listen, preview, serve
 
@@ -20,12 +20,10 @@ _COMMANDS = (create, listen, add_column, serve, preview)
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-mutator",
-        description="Keep a Snowplow BigQuery events table's columns in step with the events.",
+    parser, subparsers = command_parser(
+        "plowline-mutator",
+        "Keep a Snowplow BigQuery events table's columns in step with the events.",
     )
-    add_version(parser, "plowline-mutator")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
     return parser

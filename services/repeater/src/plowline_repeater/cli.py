@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plowline_cloud.chassis import EXIT_USAGE, add_version, describe_errors, flag_names, guarded
+from plowline_cloud.chassis import EXIT_USAGE, command_parser, describe_errors, flag_names, guarded
 from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
@@ -42,12 +42,9 @@ STORAGE_EMULATOR_HOST point at local stand-ins. /healthz, /readyz, /metrics on -
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with ``run`` and ``replay``."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-repeater",
-        description="Re-insert BigQuery failed inserts once they fit; dead-end the rest.",
+    parser, commands = command_parser(
+        "plowline-repeater", "Re-insert BigQuery failed inserts once they fit; dead-end the rest."
     )
-    add_version(parser, "plowline-repeater")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run(commands)
     _add_replay(commands)
     return parser
