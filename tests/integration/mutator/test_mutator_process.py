@@ -140,6 +140,7 @@ def test_listen_whose_subscription_is_deleted_exits_1(
     command = [
         str(Path(sys.executable).parent / "plowline-mutator"), "listen",
         "--config", str(config_file), "--resolver", str(EXAMPLES / "resolver.json"),
+        "--port", str(free_port()),
     ]  # fmt: skip
     log = tmp_path / "listen.log"
     with log.open("wb") as sink:

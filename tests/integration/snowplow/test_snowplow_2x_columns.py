@@ -351,6 +351,7 @@ def outcome(
     ports = {
         "PLOWLINE_TEST_V2_PORT": str(loader_port),
         "PLOWLINE_REPEATER_PORT": str(repeater_port),
+        "PLOWLINE_MUTATOR_PORT": str(free_port()),  # listen's probes
     }
     start = start_module_service(ports)
     services = (

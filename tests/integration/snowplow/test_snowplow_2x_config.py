@@ -113,7 +113,9 @@ def test_the_loader_starts_and_creates_2x_table(
 @pytest.mark.parametrize(
     ("module", "arguments", "variable"),
     [
-        pytest.param("plowline_mutator.cli", ["listen"], None, id="mutator-listen"),
+        pytest.param(
+            "plowline_mutator.cli", ["listen"], "PLOWLINE_MUTATOR_PORT", id="mutator-listen"
+        ),
         pytest.param("plowline_repeater.cli", [], "PLOWLINE_REPEATER_PORT", id="repeater"),
         pytest.param("plowline_deadletter.cli", [], "PLOWLINE_DEADLETTER_PORT", id="deadletter"),
     ],
@@ -126,22 +128,19 @@ def test_every_other_service_starts_from_the_2x_config(
     monkeypatch: pytest.MonkeyPatch,
     module: str,
     arguments: list[str],
-    variable: str | None,
+    variable: str,
 ) -> None:
     """Mutator, repeater and dead-letter writer run on the same file, each on its own port."""
     clean = 0  # the exit code of a command that did its job
     config, resolver, _, _ = v2_files
     provision(load_stack(config)[0], local_stack.endpoints)  # the mutator's table
     port = free_port()
-    if variable is not None:
-        monkeypatch.setenv(variable, str(port))
+    monkeypatch.setenv(variable, str(port))
     service = start_service(
         module, *arguments, "--config", str(config), "--iglu-config", str(resolver)
     )
 
     def up() -> Any:
-        if variable is None:
-            return "listening" in service.tail() or service.process.poll()
         return answers(port, "/readyz") or service.process.poll()
 
     started = eventually(up, timeout=60)

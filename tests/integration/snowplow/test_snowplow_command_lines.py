@@ -179,10 +179,12 @@ def test_mutator_listen_takes_snowplows_arguments(
     local_stack: LocalStack,
     start_service: Callable[..., Any],
     eventually: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
     config: str,
 ) -> None:
     """``listen --config … --resolver … --verbose`` opens the types subscription and stops on SIGTERM."""
     clean = 0  # the exit code of a command that did its job
+    monkeypatch.setenv("PLOWLINE_MUTATOR_PORT", str(free_port()))  # listen's probes
     mutator = start_service(
         "plowline_mutator.cli", "listen", f"--config={config}", f"--resolver={RESOLVER_B64}",
         "--verbose",

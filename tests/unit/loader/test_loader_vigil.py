@@ -6,8 +6,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE
 from plowline_cloud.liveness import ProgressWatch
-from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE
 from plowline_loader.health import Readiness
 from plowline_loader.partition import PartitionReport
 from plowline_loader.streaming import BatchWriter, StreamSettings

@@ -10,9 +10,10 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from plowline_cloud.chassis import EXIT_OK
 from plowline_core.testing.hostile import GOOD, hostile_line, hostile_lines
 from plowline_core.testing.hostile_strategies import hostile_messages
-from plowline_loader.cli import EXIT_OK, main
+from plowline_loader.cli import main
 from support.configs import embedded, resolver_config, write_json
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -8,6 +8,7 @@ import pytest
 from plowline_core.errors import ConfigError
 from plowline_core.schema.entity import ColumnMode
 from plowline_mutator.cli import build_parser
+from plowline_mutator.listen import listen_port
 from plowline_mutator.settings import MutatorSettings, settings_from_args
 
 
@@ -91,8 +92,8 @@ def test_blank_token_is_invalid(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_out_of_range_port_is_invalid() -> None:
-    """A port above 65535 is refused with the setting named."""
-    with pytest.raises(ConfigError, match="port"):
+    """A port above 65535 is refused naming its flag and its variable."""
+    with pytest.raises(ConfigError, match=r"--port \(PLOWLINE_MUTATOR_PORT\)"):
         parse("serve", "--port", "70000")
 
 
@@ -139,6 +140,31 @@ def test_read_access_opens_by_flag_or_environment(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize("size", ["0", "100", str(65 * 1024 * 1024)])
 def test_body_limit_out_of_range_is_a_config_error(size: str) -> None:
-    """A body limit under 1 KiB or over 64 MiB is refused at start, naming the setting."""
-    with pytest.raises(ConfigError, match="max_body_bytes"):
+    """A body limit under 1 KiB or over 64 MiB is refused at start, naming flag and variable."""
+    with pytest.raises(ConfigError, match=r"--max-body-bytes \(PLOWLINE_MUTATOR_MAX_BODY_BYTES\)"):
         parse("serve", "--max-body-bytes", size)
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "expected"),
+    [
+        pytest.param(["listen"], None, 8084, id="default"),
+        pytest.param(["listen"], "9000", 9000, id="variable"),
+        pytest.param(["listen", "--port", "9100"], "9000", 9100, id="flag"),
+        pytest.param(["listen", "--port", "0"], None, 0, id="any"),
+    ],
+)
+def test_listen_serves_its_probes_on_its_own_port(
+    argv: list[str], environment: str | None, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """listen's /healthz, /readyz and /metrics default to 8084 (serve's API keeps 8080)."""
+    if environment is not None:
+        monkeypatch.setenv("PLOWLINE_MUTATOR_PORT", environment)
+
+    assert expected == listen_port(parse(*argv))
+
+
+def test_serve_keeps_port_8080() -> None:
+    """serve's default port is 8080, as before listen had a port of its own."""
+    expected = 8080
+    assert expected == parse("serve").port

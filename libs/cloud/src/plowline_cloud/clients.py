@@ -19,13 +19,22 @@ if TYPE_CHECKING:
     import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
     import google.cloud.storage as storage  # type: ignore[import-untyped]  # no py.typed
     import google.pubsub_v1 as gapic_pubsub
+    import grpc
     from google.cloud import bigquery
 
-# Messages up to Pub/Sub's 10 MB limit plus framing must pass on an insecure channel.
-_GRPC_OPTIONS = [
+GRPC_OPTIONS = (
     ("grpc.max_send_message_length", -1),
     ("grpc.max_receive_message_length", -1),
-]
+)
+"""Every gRPC channel plowline opens: unlimited message sizes, for Pub/Sub's 10 MB messages
+plus framing, a 1000-message pull response and a Write API append (gRPC's default is 4 MiB)."""
+
+
+def emulator_channel(host: str) -> grpc.Channel:
+    """Return an insecure gRPC channel to a local stand-in at ``host:port`` (``http://`` accepted)."""
+    import grpc
+
+    return grpc.insecure_channel(_strip_scheme(host), options=GRPC_OPTIONS)
 
 
 def _strip_scheme(host: str) -> str:
@@ -44,12 +53,11 @@ def publisher_client(
 ) -> pubsub_v1.PublisherClient:
     """Return a PublisherClient for Google (default credentials) or an emulator at ``host:port``."""
     import google.cloud.pubsub_v1 as pubsub_v1
-    import grpc
     from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
 
     settings = batch_settings or pubsub_v1.types.BatchSettings()
     if emulator_host:
-        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+        channel = emulator_channel(emulator_host)
         return pubsub_v1.PublisherClient(
             batch_settings=settings, transport=PublisherGrpcTransport(channel=channel)
         )
@@ -58,15 +66,31 @@ def publisher_client(
 
 def publish_api_client(emulator_host: str | None = None) -> gapic_pubsub.PublisherClient:
     """Return the Publisher API's GAPIC client (for ``publish_requests``), on Google or an emulator."""
-    import grpc
     from google.pubsub_v1 import PublisherClient
     from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
 
     if emulator_host:
-        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+        channel = emulator_channel(emulator_host)
     else:
-        channel = PublisherGrpcTransport.create_channel(options=_GRPC_OPTIONS)
+        channel = PublisherGrpcTransport.create_channel(options=GRPC_OPTIONS)
     return PublisherClient(transport=PublisherGrpcTransport(channel=channel))
+
+
+def subscribe_api_client(emulator_host: str | None = None) -> gapic_pubsub.SubscriberClient:
+    """Return the Subscriber API's GAPIC client (sync pull, ack, modack), on Google or an emulator.
+
+    Notes:
+        The official client's GAPIC layer: ``google.cloud.pubsub_v1.SubscriberClient``
+        subclasses it, adding only streaming pull and the PUBSUB_EMULATOR_HOST lookup.
+    """
+    from google.pubsub_v1 import SubscriberClient
+    from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
+
+    if emulator_host:
+        channel = emulator_channel(emulator_host)
+    else:
+        channel = SubscriberGrpcTransport.create_channel(options=GRPC_OPTIONS)
+    return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
 
 
 def subscriber_client(
@@ -74,11 +98,10 @@ def subscriber_client(
 ) -> pubsub_v1.SubscriberClient:
     """Return a SubscriberClient for Google (default credentials) or an emulator at ``host:port``."""
     import google.cloud.pubsub_v1 as pubsub_v1
-    import grpc
     from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
 
     if emulator_host:
-        channel = grpc.insecure_channel(_strip_scheme(emulator_host), options=_GRPC_OPTIONS)
+        channel = emulator_channel(emulator_host)
         return pubsub_v1.SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
     return pubsub_v1.SubscriberClient(credentials=credentials)
 

@@ -1,4 +1,9 @@
-"""Snowplow's command lines as they are: ``run`` when no subcommand is named, Beam options set aside.
+"""Snowplow's command lines as they are: their input flags, ``run`` when no subcommand is named,
+Beam options set aside.
+
+Every service takes Snowplow's inputs the same way (``add_snowplow_inputs``, ``add_resolver``):
+``--config`` and ``--resolver``, a path or base64 of JSON or HOCON, and 2.x's name for the
+resolver, ``--iglu-config``.
 
 Snowplow's container arguments name no subcommand (``--config=… --resolver=…``), and the
 0.x/1.x Dataflow loader takes Beam options (``--runner=DataflowRunner --project=…
@@ -12,7 +17,27 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from plowline_cloud.config_source import IGLU_CONFIG_HELP
+
 _TOP_LEVEL = frozenset({"-h", "--help", "--version"})
+_PATH_OR_BASE64 = "PATH|BASE64"
+
+
+def add_snowplow_inputs(
+    parser: argparse.ArgumentParser, *, config_help: str, resolver_help: str
+) -> None:
+    """Add ``--config``, ``--resolver`` and 2.x's ``--iglu-config`` (the settings fold it in)."""
+    parser.add_argument("--config", metavar=_PATH_OR_BASE64, help=config_help)
+    parser.add_argument("--resolver", metavar=_PATH_OR_BASE64, help=resolver_help)
+    parser.add_argument("--iglu-config", metavar=_PATH_OR_BASE64, help=IGLU_CONFIG_HELP)
+
+
+def add_resolver(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """Add a required ``--resolver``, spelt ``--iglu-config`` too (Snowplow 2.x's name)."""
+    parser.add_argument(
+        "--resolver", "--iglu-config", dest="resolver", required=True, metavar=_PATH_OR_BASE64,
+        help=help,
+    )  # fmt: skip
 
 
 def with_default_command(

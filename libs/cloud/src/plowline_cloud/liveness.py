@@ -38,11 +38,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from plowline_cloud.metrics import MetricsRegistry
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE
+from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
 
 _log = structlog.get_logger("plowline.liveness")
 
-EXIT_STOPPED, EXIT_STREAM_ENDED = 0, 1
+EXIT_STOPPED, EXIT_STREAM_ENDED = EXIT_OK, EXIT_UNAVAILABLE
 """What a consumer exits with: stopped on request (SIGTERM), or no longer alive."""
 
 STALL_TIMEOUT_HELP = (
@@ -231,6 +232,25 @@ def register_watch_metrics(
         registry.gauge(f"{prefix}_ready", "1 when /readyz answers 200").set_function(
             lambda: 1.0 if _safe(check) else 0.0
         )
+
+
+def serve_probes(
+    port: int,
+    registry: MetricsRegistry,
+    prefix: str,
+    watch: ProgressWatch,
+    ready: Callable[[], bool],
+    host: str = "0.0.0.0",
+) -> HealthServer:
+    """Serve a consumer's ``/healthz`` (``watch``), ``/readyz`` (``ready``) and ``/metrics``.
+
+    The health wiring of every long-running command without an HTTP API of its own:
+    the watch's gauges (:func:`register_watch_metrics`) and the health server
+    (``plowline_cloud.metrics.start_health_server``), ``/healthz`` answering 503 once
+    the watch says not alive. ``port`` 0 picks a free one (``HealthServer.port``).
+    """
+    register_watch_metrics(registry, prefix, watch, ready)
+    return start_health_server(port, registry, ready, host, liveness=watch.details)
 
 
 def _safe(check: Callable[[], bool]) -> bool:

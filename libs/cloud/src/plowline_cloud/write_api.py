@@ -43,6 +43,7 @@ from plowline_core.ports import InsertFailure, InsertReason, Row, TableSchemaSto
 from plowline_core.schema.field import Field
 from plowline_core.schema.widening import missing_fields
 
+from plowline_cloud.clients import emulator_channel
 from plowline_cloud.errors import is_transient, map_google_error
 from plowline_cloud.write_api_offsets import (
     NotApplied,
@@ -55,7 +56,6 @@ MAX_REQUEST_BYTES = 9 * 1024 * 1024  # the API's limit is 10 MB; the descriptor 
 MAX_REQUEST_ROWS = 10_000
 _ROW_FRAMING = 8
 _SCHEMA_RACE_TEXT = ("schema", "no such field", "unknown field", "extra field")
-_GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
 
 def write_client(
@@ -63,9 +63,7 @@ def write_client(
 ) -> BigQueryWriteClient:
     """Return a Write client for Google, or for an emulator's gRPC port at ``host:port``."""
     if grpc_target:
-        target = grpc_target.split("://", 1)[-1]
-        channel = grpc.insecure_channel(target, options=_GRPC_OPTIONS)
-        transport = BigQueryWriteGrpcTransport(channel=channel)
+        transport = BigQueryWriteGrpcTransport(channel=emulator_channel(grpc_target))
         return BigQueryWriteClient(transport=transport)  # type: ignore[no-untyped-call]  # gapic __init__ untyped
     return BigQueryWriteClient(credentials=credentials)  # type: ignore[no-untyped-call]  # as above
 

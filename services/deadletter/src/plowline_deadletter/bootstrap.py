@@ -10,12 +10,10 @@ Notes:
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
-from types import FrameType
 
 import structlog
+from plowline_cloud.chassis import stop_on_signals
 from plowline_cloud.clients import storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_pipeline_config
@@ -23,10 +21,11 @@ from plowline_cloud.liveness import (
     EXIT_STOPPED,
     ProgressWatch,
     keep_consuming,
-    register_watch_metrics,
+    serve_probes,
 )
-from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubSubscriber
+from plowline_cloud.pubsub_paths import subscription_path
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError
@@ -73,11 +72,6 @@ def resolve(settings: DeadLetterSettings) -> tuple[BigQueryConfig, str, str]:
     return pipeline.bigquery, subscription, bucket
 
 
-def subscription_path(project: str, name: str) -> str:
-    """Return a full subscription path; a short name lives in the config's project."""
-    return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
-
-
 def run(settings: DeadLetterSettings) -> int:
     """Consume bad rows into the bucket until SIGTERM; return the exit code."""
     config, subscription, bucket_url = resolve(settings)
@@ -99,15 +93,12 @@ def run(settings: DeadLetterSettings) -> int:
         max_lease_seconds=int(options.window * 2 + 600),
         watch=watch,
     )
-    register_watch_metrics(registry, "deadletter", watch, lambda: subscriber.running)
     registry.gauge(
         "deadletter_oldest_message_age_seconds",
         "Age since publish of the oldest bad row held (the backlog as this writer sees it)",
     ).set_function(subscriber.oldest_held_age_s)
-    health = start_health_server(
-        settings.port, registry, lambda: subscriber.running, liveness=watch.details
-    )
-    stop = _stop_event()
+    health = serve_probes(settings.port, registry, "deadletter", watch, lambda: subscriber.running)
+    stop = stop_on_signals()
     lookback = Lookback(settings.dedup_lookback, settings.window)
     recall_at_start(store, writer, clock.now(), lookback, metrics, time.monotonic)
     subscriber.start(writer.receive)  # a SIGTERM meanwhile: the loop below ends at once
@@ -132,14 +123,3 @@ def run(settings: DeadLetterSettings) -> int:
         health.stop()
         _log.info("dead-letter writer stopped", exit_code=code)
     return code
-
-
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop

@@ -1,7 +1,7 @@
 """The ``plowline-deadletter`` console entry (``run``, the default subcommand).
 
-Exit codes: 0 stopped cleanly (SIGTERM), 1 a dependency failed (retry later), 2 usage or
-configuration error.
+Exit codes (``plowline_cloud.chassis``): 0 stopped cleanly (SIGTERM), 1 a dependency failed
+(retry later), 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -11,15 +11,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from plowline_cloud.command_line import with_default_command
-from plowline_cloud.config_source import IGLU_CONFIG_HELP
+from plowline_cloud.chassis import EXIT_USAGE, command_parser, describe_errors, flag_names, guarded
+from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
-from plowline_core.errors import ConfigError, PlowlineError
 from pydantic import ValidationError
-
-EXIT_OK = 0
-EXIT_UNAVAILABLE = 1
-EXIT_USAGE = 2
 
 _EPILOG = """\
 objects:
@@ -51,11 +46,9 @@ Endpoints: /healthz, /readyz and /metrics on --port.
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with the ``run`` command."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-deadletter",
-        description="Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket.",
+    parser, commands = command_parser(
+        "plowline-deadletter", "Write Snowplow bad rows from Pub/Sub to a Cloud Storage bucket."
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run = commands.add_parser(
         "run",
         help="consume the bad-rows subscription into the bucket until SIGTERM",
@@ -64,18 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument(
-        "--config",
-        metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+    add_snowplow_inputs(
+        run,
+        config_help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
         "(projectId; a 2.x config also names the default --badRowsSub and --bucket)",
+        resolver_help="Iglu resolver config: accepted as Snowplow passes it, not needed to write "
+        "bad rows",
     )
-    run.add_argument(
-        "--resolver",
-        metavar="PATH|BASE64",
-        help="Iglu resolver config: accepted as Snowplow passes it, not needed to write bad rows",
-    )
-    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--badRowsSub",
         dest="bad_rows_sub",
@@ -138,22 +126,16 @@ def _run(args: dict[str, Any]) -> int:
     from plowline_cloud.logging import configure_logging
 
     from plowline_deadletter.bootstrap import run
-    from plowline_deadletter.settings import DeadLetterSettings
+    from plowline_deadletter.settings import ENV_PREFIX, DeadLetterSettings
 
     try:
         settings = DeadLetterSettings(**args)
     except ValidationError as error:
-        print(f"plowline-deadletter: invalid settings:\n{error}", file=sys.stderr)
+        problem = describe_errors(error, ENV_PREFIX, flag_names(build_parser(), "run"))
+        print(f"plowline-deadletter: {problem}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging("deadletter", settings.log_level, settings.log_json)
-    try:
-        return run(settings)
-    except ConfigError as error:
-        print(f"plowline-deadletter: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except PlowlineError as error:
-        print(f"plowline-deadletter: {error}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+    return guarded("plowline-deadletter", lambda: run(settings))
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from plowline_cloud.service_settings import EmulatorEndpoints
 from plowline_core.config import DeadLetterOptions
 from pydantic import (
-    AliasChoices,
     Field,
     NonNegativeFloat,
     PositiveFloat,
@@ -20,14 +20,16 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+ENV_PREFIX = "PLOWLINE_DEADLETTER_"
 
 
-class DeadLetterSettings(BaseSettings):
+class DeadLetterSettings(EmulatorEndpoints):
     """Everything ``plowline-deadletter run`` needs."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_DEADLETTER_", extra="forbid", populate_by_name=True, frozen=True
+        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
@@ -45,12 +47,6 @@ class DeadLetterSettings(BaseSettings):
     stall_timeout: PositiveFloat | None = None
     log_level: str = "INFO"
     log_json: bool = True
-    pubsub_emulator_host: str | None = Field(
-        None, validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST")
-    )
-    storage_emulator_host: str | None = Field(
-        None, validation_alias=AliasChoices("storage_emulator_host", "STORAGE_EMULATOR_HOST")
-    )
 
     @field_validator("bucket")
     @classmethod

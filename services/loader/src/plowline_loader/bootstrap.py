@@ -36,6 +36,7 @@ import orjson
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.iglu import registries_from_config
+from plowline_cloud.pubsub_paths import subscription_path, topic_path
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoaderOptions, LoadKind, WriteStreamKind
 from plowline_core.errors import ConfigError
@@ -125,16 +126,12 @@ class WorkerConfig:
 
     def topic(self, name: str) -> str:
         """Return the full path of a topic named in the config (short names: its project)."""
-        return _path(self.bigquery.project_id, "topics", name)
+        return topic_path(self.bigquery.project_id, name)
 
     @property
     def input_subscription(self) -> str:
         """The full path of the enriched input subscription."""
-        return _path(self.bigquery.project_id, "subscriptions", self.bigquery.input)
-
-
-def _path(project: str, kind: str, name: str) -> str:
-    return name if name.startswith("projects/") else f"projects/{project}/{kind}/{name}"
+        return subscription_path(self.bigquery.project_id, self.bigquery.input)
 
 
 def load_bigquery_config(value: str | Path) -> BigQueryConfig:

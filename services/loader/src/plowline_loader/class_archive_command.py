@@ -16,9 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_core.errors import ConfigError
-
-from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -9,8 +9,8 @@ heavy imports (Spark) stay inside its handler so that other commands start fast.
 plus the Dataflow loader's Beam options) start the streaming loader unchanged; options
 ``run`` does not know are set aside and named in one warning at start.
 
-Exit codes (every command): 0 done, 1 a dependency failed (retry later), 2 usage or
-configuration error.
+Exit codes (every command): ``plowline_cloud.chassis`` (0 done, 1 a dependency failed:
+retry later, 2 usage or configuration error).
 """
 
 from __future__ import annotations
@@ -19,15 +19,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 
+from plowline_cloud.chassis import command_parser, package_version
 from plowline_cloud.command_line import split_unknown_options, with_default_command
 
-EXIT_OK = 0
-EXIT_UNAVAILABLE = 1
-EXIT_USAGE = 2
-
-# Command modules, imported when the parser is built (they import this module's constants).
+# Command modules, imported when the parser is built (they import ``loader_version``).
 _COMMANDS = (
     "plowline_loader.transform_command",
     "plowline_loader.run_command",
@@ -38,20 +34,14 @@ _COMMANDS = (
 
 def loader_version() -> str:
     """Return the installed plowline-loader version (the bad rows' processor version)."""
-    try:
-        return version("plowline-loader")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0"
+    return package_version("plowline-loader")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-loader",
-        description="Load Snowplow enriched events into BigQuery (plowline loader).",
+    parser, subparsers = command_parser(
+        "plowline-loader", "Load Snowplow enriched events into BigQuery (plowline loader)."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {loader_version()}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _COMMANDS:
         import_module(module).register(subparsers)
     return parser

@@ -28,16 +28,14 @@ error.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import structlog
+from plowline_cloud.chassis import EXIT_UNAVAILABLE, EXIT_USAGE, stop_on_signals
 from plowline_cloud.command_line import option_names
 from plowline_cloud.config_source import IGLU_CONFIG_HELP
 from plowline_cloud.iglu import NOT_FOUND_HELP
@@ -55,7 +53,7 @@ from plowline_loader.bootstrap import (
     read_config,
     worker_config,
 )
-from plowline_loader.cli import EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
+from plowline_loader.cli import loader_version
 from plowline_loader.health import Readiness, serve_health
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.settings import LoaderSettings, load_settings
@@ -214,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if config.creates_table and not _create_table(config):
         return EXIT_UNAVAILABLE
-    stop = _stop_event()
+    stop = stop_on_signals()
     registry = MetricsRegistry("loader")
     metrics = LoaderMetrics.create(registry)
     readiness = Readiness(metrics.ready)
@@ -223,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     health = serve_health(settings.port, registry, readiness, watch)
     webhook = _start_webhook(settings, registry, readiness)
     spark = build_spark_session(spark_settings)
-    _on_stop_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
+    stop_on_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
     streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
@@ -329,26 +327,3 @@ def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> Str
         backoff_max_s=settings.backoff_max,
         setup_backoff_s=settings.setup_backoff,
     )
-
-
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
-    _on_stop_signals(stop)
-    return stop
-
-
-def _on_stop_signals(stop: threading.Event) -> None:
-    """Make SIGTERM and SIGINT (Ctrl-C) set ``stop``: the graceful stop.
-
-    Notes:
-        Called before the Spark session is built and again after: pyspark's
-        ``SparkContext`` installs its own SIGINT handler (cancel the jobs, raise
-        ``KeyboardInterrupt``), which would turn a Ctrl-C into a traceback instead of
-        finishing the batch in flight.
-    """
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)

@@ -21,21 +21,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from plowline_cloud.chassis import describe_errors
+from plowline_cloud.service_settings import EmulatorEndpoints, IgluConfigAlias
 from plowline_core.config import LoaderOptions, LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.webhook import DEFAULT_HEARTBEAT_S, WebhookSettings, parse_tags
 from pydantic import (
-    AliasChoices,
     Field,
     NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     ValidationError,
-    model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
@@ -43,9 +43,10 @@ from plowline_loader.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
+_FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
 
 
-class LoaderSettings(BaseSettings):
+class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything ``plowline-loader run`` and ``backfill`` need."""
 
     model_config = SettingsConfigDict(
@@ -85,19 +86,6 @@ class LoaderSettings(BaseSettings):
     class_archive: str | None = None  # the driver JVM's class archive (``class_archive.py``)
     log_level: str = "INFO"
     log_json: bool = True
-    pubsub_emulator_host: str | None = Field(
-        None, validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST")
-    )
-    bigquery_emulator_host: str | None = Field(
-        None, validation_alias=AliasChoices("bigquery_emulator_host", "BIGQUERY_EMULATOR_HOST")
-    )
-    storage_emulator_host: str | None = Field(
-        None, validation_alias=AliasChoices("storage_emulator_host", "STORAGE_EMULATOR_HOST")
-    )
-    bigquery_emulator_grpc_host: str | None = Field(
-        None,
-        validation_alias=AliasChoices("bigquery_emulator_grpc_host", "BIGQUERY_EMULATOR_GRPC_HOST"),
-    )
     staging_bucket: str | None = None
     iglu_not_found: str | None = None
     ledger_table: str | None = None
@@ -107,15 +95,6 @@ class LoaderSettings(BaseSettings):
     #: seconds before a type still without a column (e.g. the table at BigQuery's column
     #: limit) is announced again; 2.x: retries.tooManyColumns.delay
     too_many_columns_delay: PositiveFloat = DEFAULT_REPUBLISH_AFTER_S
-
-    @model_validator(mode="before")
-    @classmethod
-    def _iglu_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("resolver") is None:
-            iglu = data.get("iglu_config")
-            if iglu is not None:
-                return {**data, "resolver": iglu}
-        return data
 
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.
@@ -220,7 +199,7 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
         settings.options()
         settings.webhook_tag_map()
     except ValidationError as error:
-        raise ConfigError(describe_errors(error)) from None
+        raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
     settings.webhook()
     if settings.lease_interval >= settings.ack_deadline:
         raise ConfigError(
@@ -228,16 +207,3 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
             f"({settings.lease_interval} >= {settings.ack_deadline})"
         )
     return settings
-
-
-def describe_errors(error: ValidationError) -> str:
-    """Return one line per invalid setting: ``--flag (VARIABLE): problem (got value)``."""
-    lines = []
-    for item in error.errors():
-        name = str(item["loc"][0]) if item["loc"] else "settings"
-        flag = "--" + name.replace("_", "-")
-        if name == "resolver":
-            flag = "--resolver (or 2.x's --iglu-config)"
-        got = f" (got {item['input']!r})" if item["type"] != "missing" else ""
-        lines.append(f"{flag} ({ENV_PREFIX}{name.upper()}): {item['msg']}{got}")
-    return "invalid settings: " + "; ".join(lines)

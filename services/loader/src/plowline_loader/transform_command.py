@@ -16,7 +16,9 @@ from itertools import islice, repeat
 from pathlib import Path
 from typing import IO
 
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.command_line import add_resolver
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.badrows import BadRow, Processor
@@ -27,7 +29,7 @@ from plowline_core.iglu.config import parse_not_found
 from plowline_core.schema.entity import ColumnMode, EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
+from plowline_loader.cli import loader_version
 
 ARTIFACT = "plowline-loader"
 # Issue 17: per-line writes and a Python generator per line cost a fifth of the command's time.
@@ -55,12 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--resolver",
-        "--iglu-config",  # Snowplow 2.x's name
-        dest="resolver",
-        required=True,
-        metavar="PATH|BASE64",
+    add_resolver(
+        parser,
         help="Iglu resolver config (JSON or HOCON), as a path or base64 (2.x: --iglu-config)",
     )
     parser.add_argument(

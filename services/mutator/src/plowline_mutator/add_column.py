@@ -11,11 +11,12 @@ import sys
 
 import orjson
 import structlog
+from plowline_cloud.chassis import EXIT_OK, EXIT_UNAVAILABLE
 from plowline_core.iglu.key import SchemaKey
-from plowline_core.schema.entity import EntityType, ShredProperty
+from plowline_core.schema.entity import EntityType
 
 from plowline_mutator.bootstrap import build_runtime
-from plowline_mutator.options import EXIT_FAILED, EXIT_OK, Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, run_job, shred_property
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.add_column")
@@ -39,7 +40,7 @@ def register(subparsers: Subparsers) -> None:
         "--shredProperty",
         dest="shred_property",
         required=True,
-        type=_shred_property,
+        type=shred_property,
         metavar="{CONTEXTS,DERIVED_CONTEXTS,UNSTRUCT_EVENT}",
         help="where the entity sits in the event",
     )
@@ -55,11 +56,11 @@ def _add_column(settings: MutatorSettings, args: argparse.Namespace) -> int:
         runtime.close()
     if entity in result.unknown:
         _log.error("schema not found", schema=entity.schema.to_uri())
-        return EXIT_FAILED
+        return EXIT_UNAVAILABLE
     conflicts = result.conflicts_of(entity)
     if conflicts:
         _log.error("column conflicts with the table", reasons=[c.reason for c in conflicts])
-        return EXIT_FAILED
+        return EXIT_UNAVAILABLE
     column = result.columns[entity]
     _log.info("column added" if result.was_added(entity) else "column exists", column=column.name)
     sys.stdout.write(orjson.dumps(column.to_api()).decode() + "\n")
@@ -71,13 +72,3 @@ def _schema_key(text: str) -> SchemaKey:
         return SchemaKey.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _shred_property(text: str) -> ShredProperty:
-    try:
-        return ShredProperty(text.upper())
-    except ValueError:
-        choices = ", ".join(ShredProperty)
-        raise argparse.ArgumentTypeError(
-            f"invalid shred property {text!r} (choose from {choices})"
-        ) from None

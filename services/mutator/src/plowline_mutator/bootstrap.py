@@ -21,6 +21,7 @@ from plowline_cloud.iglu import LoggedOutages, load_resolver
 from plowline_cloud.liveness import ProgressWatch
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubSubscriber
+from plowline_cloud.pubsub_paths import subscription_path
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_cloud.webhook import WebhookSender
 from plowline_core.config import BigQueryConfig
@@ -61,13 +62,8 @@ class Runtime:
         """Return a subscriber on the types subscription of the config (a short name: its project)."""
         client = subscriber_client(self.settings.pubsub_emulator_host)
         self._closers.append(client)
-        name = self.table.types_subscription
-        path = (
-            name
-            if name.startswith("projects/")
-            else client.subscription_path(self.table.project_id, name)
-        )
-        return PubSubSubscriber(client, str(path), callback_threads=4, watch=self.watch)
+        path = subscription_path(self.table.project_id, self.table.types_subscription)
+        return PubSubSubscriber(client, path, callback_threads=4, watch=self.watch)
 
     def listener(self) -> TypesListener:
         """Return the types listener over this runtime's mutator."""

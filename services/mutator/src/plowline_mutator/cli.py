@@ -11,6 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from plowline_cloud.chassis import command_parser
+
 from plowline_mutator import add_column, create, listen, preview, serve
 
 _COMMANDS = (create, listen, add_column, serve, preview)
@@ -18,11 +20,10 @@ _COMMANDS = (create, listen, add_column, serve, preview)
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-mutator",
-        description="Keep a Snowplow BigQuery events table's columns in step with the events.",
+    parser, subparsers = command_parser(
+        "plowline-mutator",
+        "Keep a Snowplow BigQuery events table's columns in step with the events.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
     return parser

@@ -14,6 +14,7 @@ import argparse
 
 import structlog
 from plowline_cloud.bigquery import create_events_table
+from plowline_cloud.chassis import EXIT_OK, EXIT_USAGE
 from plowline_core.event.fields import (
     ATOMIC_COLUMNS,
     V2_ATOMIC_COLUMNS,
@@ -24,7 +25,7 @@ from plowline_core.schema.names import is_valid_name
 from plowline_core.v2_config import V2_NAME
 
 from plowline_mutator.bootstrap import build_table_client
-from plowline_mutator.options import EXIT_OK, EXIT_USAGE, SERVICE, Subparsers, add_config, run_job
+from plowline_mutator.options import SERVICE, Subparsers, add_config, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.create")

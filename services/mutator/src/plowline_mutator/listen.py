@@ -7,25 +7,30 @@ with its key and acked (the loader sends the type again); a failing registry or 
 gets the message nacked for redelivery (see ``plowline_mutator.listener``). When the
 streaming pull ends for good (subscription deleted, permission or credentials refused),
 the command exits 1 so that it is restarted (``plowline_cloud.liveness``).
+
+It serves ``/healthz`` (alive: the stream runs and held messages get settled within
+``--stall-timeout``), ``/readyz`` (the streaming pull is open) and ``/metrics`` on
+``--port``, by default 8084 (``serve`` keeps 8080, where its API answers them too).
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
-from types import FrameType
 
 import structlog
-from plowline_cloud.liveness import keep_consuming
+from plowline_cloud.chassis import stop_on_signals
+from plowline_cloud.liveness import keep_consuming, serve_probes
 
 from plowline_mutator.bootstrap import Runtime, build_runtime
-from plowline_mutator.options import Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, add_listener_flags, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.listen")
 _STOP_TIMEOUT = 30.0
 _TICK_SECONDS = 0.5
+LISTEN_PORT = 8084
+"""``listen``'s health and metrics port unless ``--port`` or PLOWLINE_MUTATOR_PORT says."""
 
 
 def register(subparsers: Subparsers) -> None:
@@ -35,11 +40,11 @@ def register(subparsers: Subparsers) -> None:
     )
     add_config(parser)
     parser.add_argument(
-        "--verbose",
-        action="store_true",
-        default=None,
-        help="log every message's types (and debug logs)",
+        "--port",
+        type=int,
+        help=f"health and metrics port (default {LISTEN_PORT}, 0 = any; or PLOWLINE_MUTATOR_PORT)",
     )
+    add_listener_flags(parser)
     parser.set_defaults(handler=lambda args: run_job(_listen, args))
 
 
@@ -55,6 +60,10 @@ class ListenerRun:
     @property
     def running(self) -> bool:
         """Say whether the streaming pull is open."""
+        return self._subscriber.running
+
+    def ready(self) -> bool:
+        """Answer ``/readyz``: the streaming pull is open."""
         return self._subscriber.running
 
     def start(self) -> None:
@@ -83,19 +92,23 @@ class ListenerRun:
         self._subscriber.stop(_STOP_TIMEOUT)
 
 
+def listen_port(settings: MutatorSettings) -> int:
+    """Return the port ``listen`` serves its probes on: the one set, else :data:`LISTEN_PORT`."""
+    return settings.port if "port" in settings.model_fields_set else LISTEN_PORT
+
+
 def _listen(settings: MutatorSettings, args: argparse.Namespace) -> int:
     runtime = build_runtime(settings)
     run = ListenerRun(runtime)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals()
+    health = serve_probes(
+        listen_port(settings), runtime.metrics.registry, "mutator", runtime.watch, run.ready
+    )
+    _log.info("serving health", port=health.port)
     try:
         run.start()
         return run.wait(stop)
     finally:
         run.stop()
+        health.stop()
         runtime.close()

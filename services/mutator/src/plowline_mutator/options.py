@@ -1,7 +1,7 @@
 """Flags shared by the mutator's subcommands, and the wrapper that turns errors into exit codes.
 
-Exit codes: 0 done, 1 the job failed (BigQuery, Pub/Sub or Iglu refused or failed),
-2 usage or configuration error.
+Exit codes (``plowline_cloud.chassis``): 0 done, 1 the job failed (BigQuery, Pub/Sub or
+Iglu refused or failed), 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 import structlog
+from plowline_cloud.chassis import EXIT_UNAVAILABLE, EXIT_USAGE
 from plowline_cloud.config_source import IGLU_CONFIG_HELP, load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP
+from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError, PlowlineError
-from plowline_core.schema.entity import ColumnMode
+from plowline_core.schema.entity import ColumnMode, ShredProperty
 
 from plowline_mutator.settings import MutatorSettings, settings_from_args
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SERVICE = "plowline-mutator"
 
 # A string alias: _SubParsersAction is generic only to type checkers.
@@ -68,6 +69,22 @@ def add_config(parser: argparse.ArgumentParser, resolver: bool = True) -> None:
         )
 
 
+def add_listener_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the types listener's ``--stall-timeout`` and ``--verbose`` (``listen``, ``serve``)."""
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="log every message's types (and debug logs)",
+    )
+
+
 def run_job(job: Job, args: argparse.Namespace) -> int:
     """Build settings, configure logging and run ``job``; map errors to exit codes."""
     try:
@@ -89,4 +106,19 @@ def run_job(job: Job, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except PlowlineError as error:
         log.error("command failed", command=args.command, error=str(error))
-        return EXIT_FAILED
+        return EXIT_UNAVAILABLE
+
+
+def shred_property(text: str) -> ShredProperty:
+    """Parse ``--shredProperty``/``--shred-property`` (any case): CONTEXTS, DERIVED_CONTEXTS …
+
+    Raises:
+        argparse.ArgumentTypeError: not one of them (argparse prints the choices, exit 2).
+    """
+    try:
+        return ShredProperty(text.upper())
+    except ValueError:
+        choices = ", ".join(ShredProperty)
+        raise argparse.ArgumentTypeError(
+            f"invalid shred property {text!r} (choose from {choices})"
+        ) from None

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, TextIO
 
 import orjson
+from plowline_cloud.chassis import EXIT_OK, EXIT_USAGE
 from plowline_cloud.clock import SystemClock
+from plowline_cloud.command_line import add_resolver
 from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.errors import ConfigError, RegistryUnavailable
@@ -27,7 +29,10 @@ from plowline_core.schema.ddl_json import InvalidSchema
 from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.schema.major import INVALID_SCHEMA_MESSAGE, major_column
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+from plowline_mutator.options import shred_property
+
+EXIT_ERRORS = 1
+"""What ``preview`` exits with when a type cannot be mapped (0 and 2: ``plowline_cloud.chassis``)."""
 
 _DESCRIPTION = """\
 Print, for each schema, the BigQuery column the mutator would add for it, without
@@ -63,13 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--resolver",
-        "--iglu-config",  # Snowplow 2.x's name
-        dest="resolver",
-        required=True,
-        metavar="PATH|BASE64",
-        help="Iglu resolver config (JSON or HOCON, a path or base64) (2.x: --iglu-config)",
+    add_resolver(
+        parser, help="Iglu resolver config (JSON or HOCON, a path or base64) (2.x: --iglu-config)"
     )
     parser.add_argument(
         "--config",
@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--shred-property",
         required=True,
-        type=_shred_property,
+        type=shred_property,
         metavar="{UNSTRUCT_EVENT,CONTEXTS,DERIVED_CONTEXTS}",
         help="where the entity sits in the event; decides column prefix and mode",
     )
@@ -167,13 +167,3 @@ def _expand(arguments: Iterable[str], stdin: TextIO) -> Iterator[str]:
             yield from (line.strip() for line in stdin if line.strip())
         else:
             yield argument
-
-
-def _shred_property(text: str) -> ShredProperty:
-    try:
-        return ShredProperty(text.upper())
-    except ValueError:
-        choices = ", ".join(ShredProperty)
-        raise argparse.ArgumentTypeError(
-            f"invalid shred property {text!r} (choose from {choices})"
-        ) from None

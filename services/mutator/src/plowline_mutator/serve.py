@@ -19,12 +19,13 @@ from typing import Any
 
 import structlog
 import uvicorn
-from plowline_cloud.liveness import STALL_TIMEOUT_HELP, register_watch_metrics
+from plowline_cloud.chassis import EXIT_OK
+from plowline_cloud.liveness import register_watch_metrics
 
 from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.bootstrap import build_runtime
 from plowline_mutator.listen import ListenerRun
-from plowline_mutator.options import EXIT_OK, Subparsers, add_config, run_job
+from plowline_mutator.options import Subparsers, add_config, add_listener_flags, run_job
 from plowline_mutator.settings import MutatorSettings
 
 _log = structlog.get_logger("plowline.mutator.serve")
@@ -70,18 +71,7 @@ def register(subparsers: Subparsers) -> None:
         help="refuse request bodies over N bytes with 413 (default 65536; "
         "or PLOWLINE_MUTATOR_MAX_BODY_BYTES)",
     )
-    parser.add_argument(
-        "--stall-timeout",
-        type=float,
-        metavar="SECONDS",
-        help=f"{STALL_TIMEOUT_HELP} (default 300, or PLOWLINE_MUTATOR_STALL_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        default=None,
-        help="log every message's types (and debug logs)",
-    )
+    add_listener_flags(parser)
     parser.set_defaults(handler=lambda args: run_job(_serve, args))
 
 

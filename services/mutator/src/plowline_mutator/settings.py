@@ -14,14 +14,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plowline_cloud.chassis import describe_errors
+from plowline_cloud.service_settings import EmulatorEndpoints, IgluConfigAlias
 from plowline_core.errors import ConfigError
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.schema.entity import ColumnMode
 from plowline_core.webhook import WebhookSettings, parse_tags
-from pydantic import AliasChoices, SecretStr, ValidationError, field_validator, model_validator
 from pydantic import Field as Setting
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import SecretStr, ValidationError, field_validator
+from pydantic_settings import SettingsConfigDict
 
+ENV_PREFIX = "PLOWLINE_MUTATOR_"
+#: Flags not spelt ``--`` and the setting's name in kebab case (``describe_errors``).
+_FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)", "token": "--token-file"}
 #: Command-line attributes copied onto settings of the same name when given.
 _FROM_ARGS = (
     "config",
@@ -41,11 +46,11 @@ _FROM_ARGS = (
 )
 
 
-class MutatorSettings(BaseSettings):
+class MutatorSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything the mutator needs to start, validated once."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_MUTATOR_", extra="forbid", frozen=True, populate_by_name=True
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True
     )
 
     config: str | Path | None = None  # a path or base64 (plowline_cloud.config_source)
@@ -68,14 +73,6 @@ class MutatorSettings(BaseSettings):
     webhook_tags: str | None = None  # NAME=VALUE,… (2.x's monitoring.webhook.tags)
     log_level: str = "INFO"
     log_json: bool = True
-    pubsub_emulator_host: str | None = Setting(
-        default=None,
-        validation_alias=AliasChoices("pubsub_emulator_host", "PUBSUB_EMULATOR_HOST"),
-    )
-    bigquery_emulator_host: str | None = Setting(
-        default=None,
-        validation_alias=AliasChoices("bigquery_emulator_host", "BIGQUERY_EMULATOR_HOST"),
-    )
 
     @field_validator("token")
     @classmethod
@@ -83,15 +80,6 @@ class MutatorSettings(BaseSettings):
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("the API token must not be blank")
         return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _iglu_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("resolver") is None:
-            iglu = data.get("iglu_config")
-            if iglu is not None:
-                return {**data, "resolver": iglu}
-        return data
 
     def with_config(self, pipeline: PipelineConfig) -> MutatorSettings:
         """Return these settings with a 2.x config's column mode and webhook, unless set."""
@@ -125,7 +113,7 @@ class MutatorSettings(BaseSettings):
         missing = [name for name in names if getattr(self, name) is None]
         if missing:
             flags = ", ".join(f"--{name}" for name in missing)
-            raise ConfigError(f"missing {flags} (or PLOWLINE_MUTATOR_{missing[0].upper()})")
+            raise ConfigError(f"missing {flags} (or {ENV_PREFIX}{missing[0].upper()})")
 
     def require_auth(self) -> None:
         """Refuse to serve without a token unless ``--insecure-no-auth`` was given."""
@@ -157,10 +145,7 @@ def settings_from_args(args: argparse.Namespace, **overrides: Any) -> MutatorSet
     try:
         return MutatorSettings(**values)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
 
 
 def _read_token(path: Path) -> SecretStr:

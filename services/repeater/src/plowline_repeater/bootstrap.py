@@ -25,19 +25,17 @@ Notes:
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
+from plowline_cloud.chassis import package_version, stop_on_signals
 from plowline_cloud.clients import (
     bigquery_client,
     publisher_client,
@@ -46,9 +44,11 @@ from plowline_cloud.clients import (
 )
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
-from plowline_cloud.liveness import ProgressWatch, keep_consuming, register_watch_metrics
-from plowline_cloud.metrics import MetricsRegistry, start_health_server
+from plowline_cloud.liveness import ProgressWatch, keep_consuming, serve_probes
+from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.pubsub_paths import subscription_path, topic_path
+from plowline_cloud.service_settings import EmulatorEndpoints
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
@@ -70,7 +70,7 @@ from plowline_repeater.replay import (
 )
 from plowline_repeater.replay_plan import TimeWindow, select_objects
 from plowline_repeater.replay_report import render
-from plowline_repeater.settings import EmulatorSettings, RepeaterSettings, ReplaySettings
+from plowline_repeater.settings import RepeaterSettings, ReplaySettings
 
 if TYPE_CHECKING:
     from google.cloud.bigquery import Client
@@ -93,10 +93,7 @@ GRANTS: tuple[Grant, ...] = (
 
 def repeater_version() -> str:
     """Return the installed plowline-repeater version (the bad rows' processor version)."""
-    try:
-        return version(ARTIFACT)
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0.0.0"
+    return package_version(ARTIFACT)
 
 
 def load_config(value: str | Path) -> PipelineConfig:
@@ -131,12 +128,7 @@ def reinsert_sink(
     return BigQueryRowSink(bigquery, table_ref, schema)
 
 
-def subscription_path(project: str, name: str) -> str:
-    """Return a full subscription path; a short name lives in the config's project."""
-    return name if name.startswith("projects/") else f"projects/{project}/subscriptions/{name}"
-
-
-def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
+def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
     """Repeat failed inserts until SIGTERM; return the exit code."""
     pipeline = load_config(settings.config)
     config = pipeline.repeater
@@ -181,18 +173,14 @@ def run(settings: RepeaterSettings, endpoints: EmulatorSettings) -> int:
         max_lease_seconds=int(options.backoff_period + options.window + 600),
         watch=watch,
     )
-    register_watch_metrics(registry, "repeater", watch, lambda: subscriber.running)
     registry.gauge(
         "repeater_oldest_message_age_seconds",
         "Age since publish of the oldest failed insert held (the backlog as the repeater sees it)",
     ).set_function(subscriber.oldest_held_age_s)
-    health = start_health_server(
-        settings.port,
-        registry,
-        lambda: subscriber.running and repeater.ready,
-        liveness=watch.details,
+    health = serve_probes(
+        settings.port, registry, "repeater", watch, lambda: subscriber.running and repeater.ready
     )
-    stop = _stop_event()
+    stop = stop_on_signals()
     subscriber.start(repeater.receive)
     _log.info(
         "repeater started",
@@ -222,23 +210,7 @@ def _loop(
     return keep_consuming(subscriber, watch, stop, tick, name="repeater").code
 
 
-def _stop_event() -> threading.Event:
-    stop = threading.Event()
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-    return stop
-
-
-def topic_path(project: str, name: str) -> str:
-    """Return a full topic path; a short name lives in the config's project."""
-    return name if name.startswith("projects/") else f"projects/{project}/topics/{name}"
-
-
-def replay(settings: ReplaySettings, endpoints: EmulatorSettings) -> int:
+def replay(settings: ReplaySettings, endpoints: EmulatorEndpoints) -> int:
     """Replay a dead-end path (see ``plowline_repeater.replay``); print the summary; return the exit code."""
     config = load_config(settings.config).repeater if settings.config is not None else None
     if config is None and not settings.dry_run:
@@ -285,7 +257,7 @@ def _describe(settings: ReplaySettings, config: BigQueryConfig | None) -> str:
 
 @contextmanager
 def _destination(
-    settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorSettings
+    settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorEndpoints
 ) -> Iterator[Destination]:
     if settings.to == "failed-inserts":
         publisher = publisher_client(endpoints.pubsub_emulator_host)

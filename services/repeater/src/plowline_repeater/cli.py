@@ -6,7 +6,7 @@
 (``--config=$B64_HOCON --resolver=… --bufferSize=20 --timeout=20 --backoffPeriod=900``,
 subscription and bucket read from ``repeater.input`` and ``repeater.output.deadLetters``).
 
-Exit codes: see :mod:`plowline_repeater.exit_status` (0 done, 1 a dependency failed, 2 usage).
+Exit codes: ``plowline_cloud.chassis`` (0 done, 1 a dependency failed, 2 usage).
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plowline_cloud.command_line import with_default_command
-from plowline_cloud.config_source import IGLU_CONFIG_HELP
+from plowline_cloud.chassis import EXIT_USAGE, command_parser, describe_errors, flag_names, guarded
+from plowline_cloud.command_line import add_snowplow_inputs, with_default_command
 from plowline_cloud.liveness import STALL_TIMEOUT_HELP
 from pydantic import ValidationError
-
-from plowline_repeater.exit_status import EXIT_USAGE, guarded
 
 _RUN_EPILOG = """\
 A failed insert is re-inserted (insertId = event_id) as soon as the table has every column
@@ -44,11 +42,9 @@ STORAGE_EMULATOR_HOST point at local stand-ins. /healthz, /readyz, /metrics on -
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with ``run`` and ``replay``."""
-    parser = argparse.ArgumentParser(
-        prog="plowline-repeater",
-        description="Re-insert BigQuery failed inserts once they fit; dead-end the rest.",
+    parser, commands = command_parser(
+        "plowline-repeater", "Re-insert BigQuery failed inserts once they fit; dead-end the rest."
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_run(commands)
     _add_replay(commands)
     return parser
@@ -63,16 +59,12 @@ def _add_run(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,
     )
-    run.add_argument(
-        "--config",
-        metavar="PATH|BASE64",
-        help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
+    add_snowplow_inputs(
+        run,
+        config_help="Snowplow config, 0.x bigquery_config JSON, 1.x or 2.x HOCON, a path or base64 "
         "(table)",
+        resolver_help="Iglu resolver config, a path or base64",
     )
-    run.add_argument(
-        "--resolver", metavar="PATH|BASE64", help="Iglu resolver config, a path or base64"
-    )
-    run.add_argument("--iglu-config", metavar="PATH|BASE64", help=IGLU_CONFIG_HELP)
     run.add_argument(
         "--failedInsertsSub",
         dest="failed_inserts_sub",
@@ -152,15 +144,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: dict[str, Any]) -> int:
     from plowline_cloud.logging import configure_logging
+    from plowline_cloud.service_settings import EmulatorEndpoints
 
     from plowline_repeater.bootstrap import run
-    from plowline_repeater.settings import EmulatorSettings, RepeaterSettings
+    from plowline_repeater.settings import ENV_PREFIX, RepeaterSettings
 
     try:
         settings = RepeaterSettings(**args)
-        endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment
+        endpoints = EmulatorEndpoints()  # type: ignore[call-arg]  # values come from the environment
     except ValidationError as error:
-        print(f"plowline-repeater: invalid settings:\n{error}", file=sys.stderr)
+        flags = flag_names(build_parser(), "run")
+        problem = describe_errors(error, ENV_PREFIX, flags)
+        print(f"plowline-repeater: {problem}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging("repeater", "DEBUG" if settings.verbose else "INFO", settings.log_json)
     return guarded("plowline-repeater", lambda: run(settings, endpoints))

@@ -8,9 +8,9 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from plowline_cloud.chassis import EXIT_USAGE, guarded
 from pydantic import ValidationError
 
-from plowline_repeater.exit_status import EXIT_USAGE, guarded
 from plowline_repeater.replay_plan import parse_moment
 
 _DESCRIPTION = """\
@@ -146,8 +146,10 @@ def register(commands: Any) -> None:
 
 
 def _handle(args: dict[str, Any]) -> int:
+    from plowline_cloud.service_settings import EmulatorEndpoints
+
     from plowline_repeater.bootstrap import replay
-    from plowline_repeater.settings import EmulatorSettings, ReplaySettings
+    from plowline_repeater.settings import ReplaySettings
 
     since, until = args.get("since"), args.get("until")
     if since is not None and until is not None and until <= since:
@@ -156,7 +158,7 @@ def _handle(args: dict[str, Any]) -> int:
     args.pop("resolver", None)  # accepted, not used: replaying needs no schemas
     settings = ReplaySettings(**args)
     try:
-        endpoints = EmulatorSettings()  # type: ignore[call-arg]  # values come from the environment
+        endpoints = EmulatorEndpoints()  # type: ignore[call-arg]  # values come from the environment
     except ValidationError as error:
         print(f"plowline-repeater replay: invalid environment:\n{error}", file=sys.stderr)
         return EXIT_USAGE

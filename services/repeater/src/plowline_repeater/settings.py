@@ -13,45 +13,28 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from plowline_cloud.service_settings import IgluConfigAlias
 from plowline_core.config import RepeaterOptions
 from plowline_core.errors import ConfigError
 from pydantic import (
-    AliasChoices,
     Field,
     PositiveFloat,
     PositiveInt,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+ENV_PREFIX = "PLOWLINE_REPEATER_"
 
 
-def _env(name: str) -> AliasChoices:
-    return AliasChoices(name.lower(), name)
-
-
-class EmulatorSettings(BaseSettings):
-    """Where the local stand-ins listen (all unset on Google Cloud)."""
-
-    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    pubsub_emulator_host: str | None = Field(None, validation_alias=_env("PUBSUB_EMULATOR_HOST"))
-    bigquery_emulator_host: str | None = Field(
-        None, validation_alias=_env("BIGQUERY_EMULATOR_HOST")
-    )
-    storage_emulator_host: str | None = Field(None, validation_alias=_env("STORAGE_EMULATOR_HOST"))
-    bigquery_emulator_grpc_host: str | None = Field(
-        None, validation_alias=_env("BIGQUERY_EMULATOR_GRPC_HOST")
-    )
-
-
-class RepeaterSettings(BaseSettings):
+class RepeaterSettings(IgluConfigAlias):
     """Everything ``plowline-repeater run`` needs."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PLOWLINE_REPEATER_", extra="forbid", populate_by_name=True, frozen=True
+        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
     )
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
@@ -71,15 +54,6 @@ class RepeaterSettings(BaseSettings):
     log_json: bool = True
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _iglu_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("resolver") is None:
-            iglu = data.get("iglu_config")
-            if iglu is not None:
-                return {**data, "resolver": iglu}
-        return data
 
     @model_validator(mode="after")
     def _stall_after_backoff(self) -> RepeaterSettings:

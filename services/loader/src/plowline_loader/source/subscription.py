@@ -19,17 +19,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
-import grpc
 from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
 from google.pubsub_v1 import SubscriberClient
-from google.pubsub_v1.services.subscriber.transports.grpc import SubscriberGrpcTransport
 from google.pubsub_v1.types import (
     AcknowledgeRequest,
     ModifyAckDeadlineRequest,
     PullRequest,
     PullResponse,
 )
+from plowline_cloud.clients import subscribe_api_client
 from plowline_cloud.errors import translated
 
 from plowline_loader.source.delivery import PulledMessage
@@ -66,37 +65,26 @@ _RETRY = _retry(*_TRANSIENT, gexc.DeadlineExceeded)
 # A Pull whose long poll ends DEADLINE_EXCEEDED found nothing: that is an answer, not retried.
 _PULL_RETRY = _retry(*_TRANSIENT)
 
-_GRPC_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
-
 _Request = TypeVar("_Request", PullRequest, AcknowledgeRequest, ModifyAckDeadlineRequest)
 _clients: dict[str | None, tuple[int, SubscriberClient]] = {}
 _clients_lock = threading.Lock()
 
 
 def subscriber_for(emulator_host: str | None) -> SubscriberClient:
-    """Return this process's SubscriberClient for ``emulator_host`` (None: Google)."""
+    """Return this process's SubscriberClient for ``emulator_host`` (None: Google).
+
+    Notes:
+        The Subscriber API's GAPIC client (``plowline_cloud.clients.subscribe_api_client``),
+        not the streaming one: importing only it saves every Spark Python worker ~1.5 s.
+    """
     pid = os.getpid()
     with _clients_lock:
         cached = _clients.get(emulator_host)
         if cached is not None and cached[0] == pid:
             return cached[1]
-        client = _new_client(emulator_host)
+        client = subscribe_api_client(emulator_host)
         _clients[emulator_host] = (pid, client)
         return client
-
-
-def _new_client(emulator_host: str | None) -> SubscriberClient:
-    # google.pubsub_v1.SubscriberClient is the official client's GAPIC layer (the
-    # google.cloud.pubsub_v1 class subclasses it, adding only streaming pull and the
-    # PUBSUB_EMULATOR_HOST lookup). Importing it alone, and not plowline_cloud.clients with
-    # the BigQuery and Storage clients, saves every Spark Python worker ~1.5 s of imports.
-    # Unlimited message sizes: a 1000-message pull response can exceed gRPC's 4 MiB default.
-    if emulator_host is None:
-        channel = SubscriberGrpcTransport.create_channel(options=_GRPC_OPTIONS)
-    else:
-        target = emulator_host.split("://", 1)[-1]  # accept http://host:port too
-        channel = grpc.insecure_channel(target, options=_GRPC_OPTIONS)
-    return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
