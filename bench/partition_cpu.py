@@ -44,9 +44,10 @@ from typing import Any
 from plowline_devstack.provisioning import StackConfig
 from plowline_devstack.stack import start_stack
 from plowline_loader import partition as partition_module
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.partition import AckSettings, StreamingPartition
-from plowline_loader.pipeline import BatchProcessor, InboundMessage
 from plowline_loader.source.pubsub_source import PubSubPartition, pull_bounded
 
 sys.path.insert(0, str(Path(__file__).parent))

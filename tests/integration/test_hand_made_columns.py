@@ -34,8 +34,8 @@ from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.servers import free_port
 from plowline_devstack.stack import LocalStack
+from plowline_loader.batch.message import InboundMessage
 from plowline_loader.bootstrap import WorkerConfig, build_processor, load_bigquery_config
-from plowline_loader.pipeline import InboundMessage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libs/devstack/src/plowline_devstack/examples"
 CHECKOUT = "iglu:com.acme/checkout_started/jsonschema/1-0-0"

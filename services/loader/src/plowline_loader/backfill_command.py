@@ -20,9 +20,9 @@ from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError
 
 from plowline_loader.archive import ArchivePartition, list_sources
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import worker_config
 from plowline_loader.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, loader_version
-from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.run_command import add_common_flags, log_spark_session
 from plowline_loader.settings import load_settings
 

@@ -28,7 +28,7 @@ from plowline_cloud.metrics import BatchHistogram, MetricsRegistry
 from plowline_core.ports import InsertReason
 from prometheus_client import Counter, Gauge, Histogram
 
-from plowline_loader.pipeline import BatchOutcome
+from plowline_loader.batch.outcome import BatchOutcome
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 _DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)

@@ -48,9 +48,10 @@ from plowline_core.config import LoadKind
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
 
+from plowline_loader.batch.message import Message
+from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
-from plowline_loader.pipeline import BatchOutcome, Message, PartlyDelivered
 from plowline_loader.source import AckingPartition
 from plowline_loader.source.acking import HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
