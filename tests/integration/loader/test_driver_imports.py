@@ -1,4 +1,4 @@
-"""The loader's driver process: what a session's start imports in it (start-up, issue 17)."""
+"""The loader's driver process: what a session's start imports in it (the start-up's CPU)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Python worker's heap: frozen once, at the start of its second task, and collected
-seldom while a task runs (issue 17)."""
+seldom while a task runs."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The driver JVM's class archive: Spark's classes loaded once, mapped by every later start.
 
 A JVM spends most of its start loading, parsing and verifying classes: about 4 of the
-6-7 CPU-seconds the loader's JVM took before its first row (issue 17). Java's class data
+6-7 CPU-seconds the loader's JVM took before its first row. Java's class data
 sharing (AppCDS, JDK 13+) dumps the classes a run loaded into an archive; a JVM started
 with ``-XX:SharedArchiveFile`` maps them instead, already parsed and verified.
 

@@ -16,7 +16,7 @@ Notes:
     Picklable: plain values and the picklable ``WorkerConfig``.
     Each report names the executor that ran the task (``executor_id``), so the driver can
     say where the work went: on a cluster, which executors read the source's partitions.
-    The worker's heap (issue 17): pyspark's daemon runs a full ``gc.collect()`` after every
+    The worker's heap (CPU per event): pyspark's daemon runs a full ``gc.collect()`` after every
     task of a reused worker, and a full collection walks every object the worker holds:
     the imported modules, the Google clients, schemas and casters (a third of the
     worker's CPU at 5,000 messages a task). So the second task a worker runs starts by
@@ -52,8 +52,7 @@ from plowline_loader.batch.message import Message
 from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
-from plowline_loader.source import AckingPartition
-from plowline_loader.source.acking import HandBack
+from plowline_loader.source.acking import AckingPartition, HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
 
 if TYPE_CHECKING:

@@ -6,18 +6,18 @@ Notes:
     Python workers run the interpreter that builds the session, so they import the same
     plowline packages. ``SPARK_LOCAL_IP`` is set (if unset) before the JVM starts because
     the JVM reads it from its environment, not from the Spark conf.
-    Resident memory (issue 4): the driver heap is capped (``driver_memory``) and the serial
+    Resident memory (the loader fits a small pod): the driver heap is capped (``driver_memory``) and the serial
     collector hands freed heap back to the OS. Python workers stay forked from
     ``pyspark.daemon`` and reused between tasks, so each keeps its clients: without the
     daemon Spark stops a worker after every task.
-    Launchers (issue 13): under ``spark-submit`` (the Spark operator's driver, a standalone
+    Launchers (one image for every deployment): under ``spark-submit`` (the Spark operator's driver, a standalone
     cluster, YARN/Dataproc) the JVM is started before this code runs, with the master,
     driver host, bind address, driver memory and Python the launcher chose; settings made on
     the builder would override them (docs/local-stack.md), pinning every deployment to local
     mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.
-    Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
+    Start-up (seconds to the first row): with ``class_archive`` the driver JVM maps its classes from an
     AppCDS archive (``class_archive.py``) instead of loading them. A plain run without
     ``SPARK_HOME`` runs Spark from a home without the zipped pyspark (``spark_home``), so
     the Python processes Spark starts import the installed, compiled pyspark. pyspark's
@@ -86,7 +86,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.python.daemon.module": WORKER_DAEMON,
         # Local paths (a laptop's checkpoint, backfill files) without Hadoop's .crc side
         # files: every micro-batch writes two checkpoint files, and the checksummed file
-        # system took 70-240 ms a batch doing it (issue 4). gs:// paths are unaffected.
+        # system took 70-240 ms a batch doing it. gs:// paths are unaffected.
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
     }

@@ -55,8 +55,8 @@ from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import AckSettings, PartitionReport, StreamingPartition
-from plowline_loader.source import FORMAT
 from plowline_loader.source.processing import register_processing_source, report_of
+from plowline_loader.source.pubsub_source import FORMAT
 
 _log = structlog.get_logger("plowline.loader")
 
