@@ -53,7 +53,7 @@ from plowline_devstack.provisioning import StackConfig
 from plowline_devstack.stack import LocalStack, start_stack
 from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig, build_processor
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery

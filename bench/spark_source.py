@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable
 from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_devstack.pubsub import wait_until_ready
 from plowline_loader.source.acking import AckingPartition, PartitionProcessor
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from pyspark.sql import DataFrame, Row, SparkSession
 
 PROJECT = "projects/plowline-bench"

@@ -60,7 +60,7 @@ def _python_workers(pid: int) -> list[int]:
         except OSError:
             continue
         forked_by_a_daemon = (
-            b"pyspark.daemon" in command or b"plowline_loader.worker_daemon" in command
+            b"pyspark.daemon" in command or b"plowline_loader.spark.worker_daemon" in command
         )
         if forked_by_a_daemon and command.rstrip().endswith(b"pyspark.worker"):
             workers.append(child)

@@ -30,7 +30,7 @@ from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
 from plowline_devstack.stack import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source.acking import AckingPartition
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery

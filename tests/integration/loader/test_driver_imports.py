@@ -8,7 +8,7 @@ import sys
 
 _SESSION = """
 import json, sys
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 spark = build_spark_session(SparkSettings(app_name="driver-imports"))
 count = spark.range(3).count()
 print(json.dumps({

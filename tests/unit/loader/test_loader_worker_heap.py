@@ -10,21 +10,17 @@ from pathlib import Path
 
 import pytest
 from plowline_core.schema.entity import ColumnMode
-from plowline_loader import partition
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
-from plowline_loader.partition import (
-    TASK_GC_THRESHOLD,
-    StreamingPartition,
-    freeze_worker_heap,
-    task_collector,
-)
+from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.delivery import PulledMessage
+from plowline_loader.spark import worker_heap
+from plowline_loader.spark.worker_heap import TASK_GC_THRESHOLD, freeze_worker_heap, task_collector
 
 
 @pytest.fixture
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A process that has started no task; the heap unfrozen again afterwards."""
-    monkeypatch.setattr(partition, "_tasks_started", {})
+    monkeypatch.setattr(worker_heap, "_tasks_started", {})
     gc.unfreeze()
     yield
     gc.unfreeze()
