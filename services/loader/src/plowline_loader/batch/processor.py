@@ -10,14 +10,12 @@
     bad row         the line did not parse or its entities did not validate, or the row,
                     its bad row or its failed insert is over a size limit
                     (``size_violation``), or it is a compressed batch's oversized record
-                    or corruption (``compressed_input.FailedRecord``): badRows topic
+                    or corruption (``failed_events.FailedRecord``): badRows topic
 
-A message here is one event: a compressed batch arrives opened into its records
-(``compressed_input``), each one message with its delivery's ack id.
-
-and announces on the types topic the entity types whose column the table lacks.
-
-The size rules (what a row, a bad row and a failed insert may weigh) are ``sizes``'s.
+and announces on the types topic the entity types whose column the table lacks
+(``announcements``). A message is one event: a compressed batch arrives opened into its
+records (``compressed_input``), each with its delivery's ack id. What a row, a bad row
+and a failed insert may weigh is ``sizes``'s.
 
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
@@ -35,7 +33,7 @@ Notes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -46,7 +44,6 @@ from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
-from plowline_core.messages import encode_types
 from plowline_core.ports import (
     Clock,
     HandOverLog,
@@ -60,7 +57,7 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.announcements import TypeTracker, announce, distinct_types
 from plowline_loader.batch.failed_events import (
     FailedEventStyle,
     FailedRecord,
@@ -79,12 +76,10 @@ from plowline_loader.batch.outcome import (
     PartlyDelivered,
     check_accounts,
 )
-from plowline_loader.batch.schema_hold import SchemaHold
+from plowline_loader.batch.schema_hold import NO_HOLD, SchemaHold
 from plowline_loader.batch.sizes import Limits, SizeChecks, iso_stamp
 
 _log = structlog.get_logger(__name__)
-
-NO_HOLD = SchemaHold()
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,10 +350,11 @@ class BatchProcessor:
         return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
-        types = _distinct_types(good.types for good in goods)
+        types = distinct_types(good.types for good in goods)
         if not types:
             return 0
-        return self._publish_types(self._tracker.missing(types, self._to.schema.fields(), now), now)
+        missing = self._tracker.missing(types, self._to.schema.fields(), now)
+        return announce(self._tracker, self._to.types, missing, now)
 
     def _publish_implicated_types(
         self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
@@ -368,15 +364,9 @@ class BatchProcessor:
             return 0
         columns = {str(f.location).split(".", 1)[0] for f in unknown}
         refused = {id(f.row) for f in unknown}
-        types = _distinct_types(good.types for good in goods if id(good.row) in refused)
-        return self._publish_types(self._tracker.implicated(types, columns, now), now)
-
-    def _publish_types(self, types: Sequence[EntityType], now: datetime) -> int:
-        if not types:
-            return 0
-        self._to.types.publish([encode_types(types)])
-        self._tracker.mark_published(types, now)
-        return len(types)
+        types = distinct_types(good.types for good in goods if id(good.row) in refused)
+        implicated = self._tracker.implicated(types, columns, now)
+        return announce(self._tracker, self._to.types, implicated, now)
 
     def _outcome(
         self,
@@ -407,9 +397,3 @@ class BatchProcessor:
             held_ids=frozenset(message.message_id for message in batch.held),
             held_schemas=frozenset(batch.held_schemas),
         )
-
-
-def _distinct_types(sets: Iterable[frozenset[EntityType]]) -> set[EntityType]:
-    # Rows share their type sets (the row builder caches them): union each set once.
-    distinct = {id(types): types for types in sets}
-    return set().union(*distinct.values()) if distinct else set()
