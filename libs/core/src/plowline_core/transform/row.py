@@ -188,20 +188,24 @@ class RowBuilder:
         except Exception as error:  # odd data must become a bad row, never stop the stream
             return RuntimeErrorRow(_describe(error), event_payload(event))
 
+    def _known_plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> EntityPlan | None:
+        """Return the plan of ``key`` as ``shred``: by the key object's identity, else resolved."""
+        known = self._by_identity.get((id(key), shred))
+        if known is not None and known[0] is key:
+            return known[1]
+        return self._plan(key, shred, failures)
+
     def _build(self, event: EnrichedEvent) -> TransformedRow | BadRow:
         data = dict(event.atomic)
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         failures: list[Mapping[str, Any]] = []
         errors: list[CastError] = []
-        plans = self._by_identity
         seen = 0  # bit mask of the plans used: the row's types without hashing EntityTypes
         for shred, entities in ((_CONTEXTS, event.contexts), (_DERIVED, event.derived_contexts)):
             for entity in entities:
-                key = entity.schema
-                known = plans.get((id(key), shred))
-                plan = known[1] if known is not None and known[0] is key else None
-                if plan is None:
-                    plan = self._plan(key, shred, failures)
+                plan = self._known_plan(entity.schema, shred, failures)
                 if plan is None or not plan.column:
                     continue
                 seen |= plan.bit
@@ -220,11 +224,7 @@ class RowBuilder:
                     items.append({SCHEMA_VERSION_FIELD: plan.schema_version, **value})
         unstruct = event.unstruct_event
         if unstruct is not None:
-            key = unstruct.schema
-            known = plans.get((id(key), _UNSTRUCT))
-            plan = known[1] if known is not None and known[0] is key else None
-            if plan is None:
-                plan = self._plan(key, _UNSTRUCT, failures)
+            plan = self._known_plan(unstruct.schema, _UNSTRUCT, failures)
             if plan is not None and plan.column:
                 seen |= plan.bit
                 value = plan.caster(unstruct.data, errors)
