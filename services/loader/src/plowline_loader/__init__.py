@@ -9,13 +9,13 @@ Where the code lives, by what changes together:
                   converter patch, the preloading worker daemon, the class archive and
                   the workers' heap (GC freezing).
     source/       Pub/Sub as a Spark source: planning, bounded pulls, leases, acks.
-    partition     what a task does with its partition (``StreamingPartition``), and
-    compressed_input  how a partition's compressed deliveries open into chunks.
+    partition     what a task does with its partition (``StreamingPartition``);
+                  ``compressed_input`` opens its compressed deliveries into chunks.
     streaming     the driver loop: the query, one action per micro-batch, retries;
                   ``vigil`` waits on it, ``health`` and ``metrics`` report it.
     archive       ``backfill``'s reading of archived TSV files in tasks.
-    cli, *_command  the commands (``run``, ``backfill``, ``transform``,
-                  ``class-archive``) over ``settings`` and ``bootstrap`` (the one
+    *_command     the commands (``run``, ``backfill``, ``transform``, ``class-archive``,
+                  registered by ``cli``) over ``settings`` and ``bootstrap`` (the one
                   composition root: clients, adapters, the ``BatchProcessor``).
 
 How a message travels through Spark (``run``), and why:

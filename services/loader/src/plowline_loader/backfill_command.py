@@ -74,7 +74,7 @@ def render_summary(outcome: BatchOutcome, files: int, seconds: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the backfill; return the exit code."""
-    from plowline_loader.spark.session import (
+    from plowline_loader.spark.session import (  # Spark: slow import
         build_spark_session,
         command_spark_settings,
         launched_by_spark_submit,
