@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import Future
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from plowline_loader import partition as partition_module
 from plowline_loader.batch.message import InboundMessage
 from plowline_loader.batch.processor import BatchProcessor
 from plowline_loader.bootstrap import WorkerConfig, processor_for
-from plowline_loader.partition import AckSettings, StreamingPartition
+from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.pubsub_source import PubSubPartition, pull_bounded
 from plowline_loader.spark import worker_heap
 
@@ -130,7 +131,8 @@ def _task(config: WorkerConfig, subscription: str, host: str, events: int, varia
     if variant.startswith("gc="):
         worker_heap.TASK_GC_THRESHOLD = int(variant[3:])
     try:
-        reports = list(StreamingPartition(config, AckSettings(host))(rows))
+        task = StreamingPartition(replace(config, pubsub_emulator_host=host))
+        reports = list(task(rows))
     finally:
         gc.enable()
         partition_module.ThreadPoolExecutor = pool  # type: ignore[misc]

@@ -100,21 +100,18 @@ def executor_id() -> str:
     return "driver"
 
 
-@dataclass(frozen=True, slots=True)
-class AckSettings:
-    """How the task keeps and settles its deliveries."""
-
-    emulator_host: str | None = None
-    ack_deadline_s: int = 60
-    lease_interval_s: float = 20.0
-
-
 @dataclass(frozen=True)
 class StreamingPartition:
-    """A picklable ``mapPartitions`` function: process, ack, report."""
+    """A picklable ``mapPartitions`` function: process, ack, report.
+
+    ``ack_deadline_s`` and ``lease_interval_s`` are the run's (``StreamSettings``): the
+    deadline each lease extension asks for, and how often; the Pub/Sub endpoint is the
+    config's (``WorkerConfig.pubsub_emulator_host``).
+    """
 
     config: WorkerConfig
-    acks: AckSettings = AckSettings()
+    ack_deadline_s: int = 60
+    lease_interval_s: float = 20.0
 
     def __call__(self, messages: Iterable[PulledMessage]) -> Iterator[PartitionReport]:
         """Process the partition's messages, settle them, and yield one report.
@@ -125,11 +122,10 @@ class StreamingPartition:
         """
         worker_heap.freeze_worker_heap()
         recorder = _Recorder(self.config)
-        acks = self.acks
+        host = self.config.pubsub_emulator_host
+        acking = AckingPartition(recorder, host, self.ack_deadline_s, self.lease_interval_s)
         with worker_heap.task_collector(worker_heap.TASK_GC_THRESHOLD):
-            settled = AckingPartition(
-                recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s
-            )(messages)
+            settled = acking(messages)
         yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
 
     def from_rows(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:

@@ -54,7 +54,7 @@ from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
-from plowline_loader.partition import AckSettings, PartitionReport, StreamingPartition
+from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.source.processing import register_processing_source, report_of
 from plowline_loader.source.pubsub_source import FORMAT
 
@@ -276,10 +276,9 @@ class StreamingLoader:
         self._config = config
         self._settings = settings
         self.readiness = readiness or Readiness()
-        acks = AckSettings(
-            config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
+        self._partition = StreamingPartition(
+            config, settings.ack_deadline_s, settings.lease_interval_s
         )
-        self._partition = StreamingPartition(config, acks)
         self.writer = BatchWriter(
             self._partition, settings, self.readiness, metrics, observer, watch
         )
