@@ -41,9 +41,10 @@ from plowline_core.ports import Row
 from plowline_core.schema.widening import missing_fields
 from plowline_devstack.stack.lifecycle import start_stack
 from plowline_devstack.stack.provisioning import StackConfig
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor, PreparedBatch
 from plowline_loader.bootstrap import build_processor
 from plowline_loader.partition import CHUNK_MESSAGES
-from plowline_loader.pipeline import BatchProcessor, InboundMessage, PreparedBatch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loader_cpu import _rig, _worker_config

@@ -38,8 +38,9 @@ from plowline_core.testing.registry import InMemoryRegistry
 from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.transform.row import RowBuilder, TransformedRow
-from plowline_loader.pipeline import BatchProcessor, Destinations, InboundMessage
-from plowline_loader.types import TypeTracker
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor, Destinations
 
 DEFAULT_IGLU = Path(__file__).resolve().parents[1] / "tests" / "data" / "iglu-central"
 PROCESSOR = Processor("plowline-bench", "0.1.0")

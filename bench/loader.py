@@ -51,9 +51,9 @@ from plowline_core.schema.entity import ColumnMode, ShredProperty
 from plowline_core.testing.tsv import with_entities
 from plowline_devstack.stack.lifecycle import LocalStack, start_stack
 from plowline_devstack.stack.provisioning import StackConfig
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig, build_processor
-from plowline_loader.pipeline import BatchOutcome
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery

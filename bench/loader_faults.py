@@ -41,7 +41,7 @@ from plowline_devstack.faults.plan import NO_FAULTS, FaultPlan, load_faults
 from plowline_devstack.stack.lifecycle import LocalStack, start_stack
 from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import WorkerConfig
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from pyspark.sql import SparkSession
 
 DEFAULT_PLAN = Path(plowline_devstack.__file__).parent / "examples" / "faults-1pct.toml"

@@ -103,7 +103,7 @@ def _kind(pid: int) -> str:
         return "JVM"
     if "plowline_loader.cli" in words:
         return "driver (Python)"
-    if "pyspark.daemon" in words or "plowline_loader.worker_daemon" in words:
+    if "pyspark.daemon" in words or "plowline_loader.spark.worker_daemon" in words:
         return f"daemon+forks {words[-1].rsplit('.', 1)[-1]}"
     return " ".join(w.rsplit("/", 1)[-1] for w in words[:3])
 

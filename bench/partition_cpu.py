@@ -18,7 +18,7 @@ first, so the second task freezes the heap as in a worker), and the CPU is split
 Variants (``--variants``), each measured in every round, in turn: ``as-is`` (the code
 as it is); ``inline`` (``deliver`` in the same thread: no thread switching); ``no-gc``
 (collector off during the task: what the collector costs); ``gc=N`` (the task's
-young-generation threshold ``N``, ``partition.TASK_GC_THRESHOLD``; Python's is 700).
+young-generation threshold ``N``, ``spark.worker_heap.TASK_GC_THRESHOLD``; Python's is 700).
 ``cyclic`` is the garbage the full collection after the task found (pyspark's daemon
 runs one after every task): objects that only the collector could free. Figures are
 medians.
@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import Future
+from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,12 @@ from typing import Any
 from plowline_devstack.stack.lifecycle import start_stack
 from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader import partition as partition_module
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor
 from plowline_loader.bootstrap import WorkerConfig, processor_for
-from plowline_loader.partition import AckSettings, StreamingPartition
-from plowline_loader.pipeline import BatchProcessor, InboundMessage
+from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.pubsub_source import PubSubPartition, pull_bounded
+from plowline_loader.spark import worker_heap
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loader_cpu import _publish, _rig, _transform_us, _worker_config
@@ -124,15 +127,16 @@ def _task(config: WorkerConfig, subscription: str, host: str, events: int, varia
         partition_module.ThreadPoolExecutor = _InlinePool  # type: ignore[misc,assignment]
     if variant == "no-gc":
         gc.disable()
-    threshold = partition_module.TASK_GC_THRESHOLD
+    threshold = worker_heap.TASK_GC_THRESHOLD
     if variant.startswith("gc="):
-        partition_module.TASK_GC_THRESHOLD = int(variant[3:])
+        worker_heap.TASK_GC_THRESHOLD = int(variant[3:])
     try:
-        reports = list(StreamingPartition(config, AckSettings(host))(rows))
+        task = StreamingPartition(replace(config, pubsub_emulator_host=host))
+        reports = list(task(rows))
     finally:
         gc.enable()
         partition_module.ThreadPoolExecutor = pool  # type: ignore[misc]
-        partition_module.TASK_GC_THRESHOLD = threshold
+        worker_heap.TASK_GC_THRESHOLD = threshold
     assert reports[0].outcome.events_in == events, reports
 
 

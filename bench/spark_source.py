@@ -19,13 +19,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 
 from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_devstack.pubsub import wait_until_ready
-from plowline_loader.source import acking_batch_writer
-from plowline_loader.spark import SparkSettings, build_spark_session
-from pyspark.sql import Row, SparkSession
+from plowline_loader.source.acking import AckingPartition, PartitionProcessor
+from plowline_loader.spark.session import SparkSettings, build_spark_session
+from pyspark.sql import DataFrame, Row, SparkSession
 
 PROJECT = "projects/plowline-bench"
 
@@ -34,6 +34,26 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def acking_batch_writer(
+    process: PartitionProcessor[Row], *, emulator_host: str | None = None
+) -> Callable[[DataFrame, int], None]:
+    """Return a ``foreachBatch`` function that runs ``AckingPartition`` on every partition.
+
+    The loader itself runs ``AckingPartition`` inside its tasks (``partition``); this
+    drives the source and the acking alone. One action on the micro-batch: a second
+    would run the source's ``read()`` again and pull other messages.
+    """
+    acking = AckingPartition[Row](process, emulator_host)
+
+    def settle(rows: Iterable[Row]) -> None:
+        acking(rows)  # foreachPartition wants a function returning nothing
+
+    def write_batch(frame: DataFrame, batch_id: int) -> None:
+        frame.foreachPartition(settle)
+
+    return write_batch
 
 
 def _discard(rows: list[Row]) -> Collection[str] | None:

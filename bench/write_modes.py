@@ -65,7 +65,7 @@ from plowline_core.transform.row import RowBuilder
 from plowline_devstack.stack.lifecycle import LocalStack, start_stack
 from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader.bootstrap import WorkerConfig
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 

@@ -1,6 +1,6 @@
 """A loader whose Spark Python workers hang mid-batch exits by itself, and its messages load.
 
-The unkind case behind a chaos run that stopped loading (issue 14): a micro-batch that
+The unkind case behind a chaos run that stopped loading: a micro-batch that
 never ends keeps its messages leased (the task's lease extender runs on), so the loader
 sat alive and idle with a backlog until Kubernetes' liveness probe, 10 minutes later.
 Here every Python worker of the loader (and their daemon) is SIGSTOPped while events
@@ -60,7 +60,7 @@ def _python_workers(pid: int) -> list[int]:
         except OSError:
             continue
         forked_by_a_daemon = (
-            b"pyspark.daemon" in command or b"plowline_loader.worker_daemon" in command
+            b"pyspark.daemon" in command or b"plowline_loader.spark.worker_daemon" in command
         )
         if forked_by_a_daemon and command.rstrip().endswith(b"pyspark.worker"):
             workers.append(child)

@@ -34,8 +34,8 @@ from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
+from plowline_loader.batch.message import InboundMessage
 from plowline_loader.bootstrap import WorkerConfig, build_processor, load_bigquery_config
-from plowline_loader.pipeline import InboundMessage
 from support.configs import bigquery_config, write_json
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libs/devstack/src/plowline_devstack/examples"

@@ -10,7 +10,7 @@ from plowline_cloud.publish_requests import RequestPublisher
 from plowline_cloud.pubsub import PubSubSubscriber
 from plowline_core.errors import PermanentError, TransientError
 from plowline_devstack.stack.servers import free_port
-from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 
 
 @pytest.fixture(scope="module")

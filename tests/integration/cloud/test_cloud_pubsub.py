@@ -12,7 +12,7 @@ import pytest
 from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_cloud.pubsub import Delivery, PubSubPublisher, PubSubSubscriber
 from plowline_core.errors import PermanentError
-from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
+from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 
 
 @pytest.fixture(scope="module", params=["plowline", "google"])

@@ -2,7 +2,7 @@
 
 Each test starts a storage emulator and a bqemulator reading its load sources from it,
 both with one fault plan (``--faults``), as ``plowline dev up --faults`` does, and loads
-through ``FileLoadSink`` with the official clients (issue 26, finding 6).
+through ``FileLoadSink`` with the official clients.
 """
 
 from __future__ import annotations

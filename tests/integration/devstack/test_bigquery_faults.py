@@ -269,7 +269,7 @@ def _event_ids(bq: Faulty, table: bigquery.Table) -> list[str]:
 
 
 def test_a_row_refused_beside_an_internal_error_is_reported_by_the_sink(faulty: Start) -> None:
-    """append-row-errors-then-internal: every row lands or is reported, never neither (issue 26, 1)."""
+    """append-row-errors-then-internal: every row lands or is reported, never neither."""
     bq = faulty({"append-row-errors-then-internal": {"rate": 1.0}})
     table = bq.table(EVENT_SCHEMA)
     store = BigQueryTableSchemaStore(bq.bq, table.reference, 60.0, SystemClock())
@@ -284,7 +284,7 @@ def test_a_row_refused_beside_an_internal_error_is_reported_by_the_sink(faulty: 
 
 
 def test_a_stream_that_can_never_commit_is_written_again_by_exactly_once(faulty: Start) -> None:
-    """commit-invalid-stream-state: the redelivery lands every row once (issue 26, 4)."""
+    """commit-invalid-stream-state: the redelivery lands every row once."""
     bq = faulty({"commit-invalid-stream-state": {"rate": 1.0, "after": 1, "times": 1}})
     table = bq.table(EVENT_SCHEMA)
     ledger = f"{table.project}.{table.dataset_id}.{table.table_id}_ledger"

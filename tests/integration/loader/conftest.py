@@ -26,8 +26,8 @@ from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
-from plowline_loader.source import AckingPartition
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.source.acking import AckingPartition
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from plowline_cloud.clients import subscriber_client
-from plowline_loader.source import AckingPartition, Settlement
+from plowline_loader.source.acking import AckingPartition, Settlement
 from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.source.subscription import Subscription
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 _MAPPED = """
 import sys
-from plowline_loader.spark import SparkSettings, build_spark_session, spark_conf
+from plowline_loader.spark.session import SparkSettings, build_spark_session, spark_conf
 settings = SparkSettings(app_name="archive-check", class_archive=sys.argv[1])
 options = spark_conf(settings)["spark.driver.extraJavaOptions"] + " -Xshare:on"
 spark = build_spark_session(

@@ -1,4 +1,4 @@
-"""The loader's driver process: what a session's start imports in it (start-up, issue 17)."""
+"""The loader's driver process: what a session's start imports in it (the start-up's CPU)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 _SESSION = """
 import json, sys
-from plowline_loader.spark import SparkSettings, build_spark_session
+from plowline_loader.spark.session import SparkSettings, build_spark_session
 spark = build_spark_session(SparkSettings(app_name="driver-imports"))
 count = spark.range(3).count()
 print(json.dumps({

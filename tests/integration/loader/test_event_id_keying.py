@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from plowline_core.testing.tsv import enriched_line
-from plowline_loader.exactly_once import event_id_key
+from plowline_loader.batch.event_key import event_id_key
 from plowline_loader.streaming import StreamingLoader, StreamSettings, by_event_id, key_column
 from pyspark.sql import SparkSession, functions
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plowline_core.testing.tsv import enriched_line, with_entities
-from plowline_loader.schema_hold import SchemaHold
+from plowline_loader.batch.schema_hold import SchemaHold
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 

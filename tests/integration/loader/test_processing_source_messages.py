@@ -1,4 +1,4 @@
-"""The processing source hands its partition function the pulled messages themselves (issue 17)."""
+"""The processing source hands its partition function the pulled messages themselves."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pickle
 import time
 from typing import TYPE_CHECKING
 
-from plowline_loader.source import PubSubSourceOptions
 from plowline_loader.source.processing import ProcessingStreamReader
+from plowline_loader.source.pubsub_source import PubSubSourceOptions
 from pyspark import cloudpickle
 
 if TYPE_CHECKING:

@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import pytest
-from plowline_loader.source import acking_batch_writer
+from plowline_loader.source.acking import AckingPartition, PartitionProcessor
 from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, Row
 
 if TYPE_CHECKING:
     from conftest import Channel, Harness
+
+
+def acking_batch_writer(
+    process: PartitionProcessor[Row],
+    *,
+    emulator_host: str | None = None,
+    ack_deadline_s: int = 60,
+    lease_interval_s: float = 20.0,
+) -> Callable[[DataFrame, int], None]:
+    """Return a ``foreachBatch`` function that runs ``AckingPartition`` on every partition.
+
+    The loader itself runs ``AckingPartition`` inside its tasks (``partition``); this
+    drives the source and the acking alone. One action on the micro-batch: a second
+    would run the source's ``read()`` again and pull other messages.
+    """
+    acking = AckingPartition[Row](process, emulator_host, ack_deadline_s, lease_interval_s)
+
+    def settle(rows: Iterable[Row]) -> None:
+        acking(rows)  # foreachPartition wants a function returning nothing
+
+    def write_batch(frame: DataFrame, batch_id: int) -> None:
+        frame.foreachPartition(settle)
+
+    return write_batch
 
 
 def test_every_published_message_is_processed_and_acked(harness: Harness, channel: Channel) -> None:

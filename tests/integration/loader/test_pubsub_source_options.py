@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from plowline_core.errors import ConfigError
-from plowline_loader.source import PubSubSourceOptions
+from plowline_loader.source.pubsub_source import PubSubSourceOptions
 
 SUBSCRIPTION = "projects/p/subscriptions/s"
 

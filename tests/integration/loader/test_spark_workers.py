@@ -23,10 +23,10 @@ def test_workers_import_the_installed_pyspark_and_come_from_the_loaders_daemon(
     spark: SparkSession,
 ) -> None:
     """A task's worker imported pyspark from the installed package (not Spark's pyspark.zip,
-    which Python cannot keep bytecode for) and was forked by plowline_loader.worker_daemon."""
+    which Python cannot keep bytecode for) and was forked by plowline_loader.spark.worker_daemon."""
     import pyspark
 
     found = spark.sparkContext.parallelize([0, 1], 2).mapPartitions(_describe).collect()
 
-    expected = [(str(pyspark.__file__), "plowline_loader.worker_daemon")] * 2
+    expected = [(str(pyspark.__file__), "plowline_loader.spark.worker_daemon")] * 2
     assert expected == found

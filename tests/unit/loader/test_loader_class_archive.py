@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 from plowline_core.errors import ConfigError
-from plowline_loader.class_archive import archive_option
 from plowline_loader.cli import build_parser
 from plowline_loader.run_command import settings_from
-from plowline_loader.spark import SparkSettings, command_spark_settings, spark_conf
+from plowline_loader.spark.session import (
+    SparkSettings,
+    archive_option,
+    command_spark_settings,
+    spark_conf,
+)
 
 
 def _java_options(settings: SparkSettings) -> list[str]:

@@ -26,10 +26,11 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import with_entities
 from plowline_core.transform.row import RowBuilder
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor, Destinations
 from plowline_loader.bootstrap import worker_config
-from plowline_loader.pipeline import BatchProcessor, Destinations, InboundMessage
 from plowline_loader.settings import load_settings
-from plowline_loader.types import TypeTracker
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "v2config"
 EXAMPLES = Path(__file__).resolve().parents[3] / "libs/devstack/src/plowline_devstack/examples"

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from plowline_core.event.values import decode_uuid
 from plowline_core.testing.tsv import enriched_line
-from plowline_loader.exactly_once import event_id_key
+from plowline_loader.batch.event_key import event_id_key
 
 EVENT_ID = "2d6e6b1c-7a3f-4c4e-9d1a-0f6f3f0c9b11"
 

@@ -24,10 +24,12 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import with_entities
 from plowline_core.transform.row import RowBuilder
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.failed_events import BAD_ROW_TOO_BIG, FailedEventStyle
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor, Destinations
+from plowline_loader.batch.sizes import Limits
 from plowline_loader.bootstrap import failed_event_style
-from plowline_loader.failed_events import BAD_ROW_TOO_BIG, FailedEventStyle
-from plowline_loader.pipeline import BatchProcessor, Destinations, InboundMessage, Limits
-from plowline_loader.types import TypeTracker
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import sys
 _WITHOUT_NUMPY = """
 import json, sys
 from py4j import protocol
-from plowline_loader.gateway import NumpyWhenLoaded, ask_numpy_converters_lazily
+from plowline_loader.spark.converters import NumpyWhenLoaded, ask_numpy_converters_lazily
 wrapped = [ask_numpy_converters_lazily(), ask_numpy_converters_lazily()]
 answers = [c.can_convert(v) for c in protocol.INPUT_CONVERTER if isinstance(c, NumpyWhenLoaded)
            for v in (1, 2.5, "text", [1, 2])]
@@ -40,7 +40,7 @@ def test_with_numpy_loaded_the_wrapped_converters_answer_as_pyspark_s() -> None:
     """Once NumPy is imported, each wrapper gives its pyspark converter's answer for NumPy
     arrays and scalars and for plain values alike."""
     import numpy as np
-    from plowline_loader.gateway import NumpyWhenLoaded
+    from plowline_loader.spark.converters import NumpyWhenLoaded
     from pyspark.sql.types import NumpyArrayConverter, NumpyScalarConverter
 
     values = [np.array([1, 2]), np.array([[1]]), np.int64(3), np.float32(1.5), 3, [1], "x"]

@@ -20,14 +20,10 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import with_entities
 from plowline_core.transform.row import RowBuilder
-from plowline_loader.pipeline import (
-    BatchOutcome,
-    BatchProcessor,
-    Destinations,
-    InboundMessage,
-    PartlyDelivered,
-)
-from plowline_loader.types import TypeTracker
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
+from plowline_loader.batch.processor import BatchProcessor, Destinations
 from structlog.testing import capture_logs
 
 CLICK = SchemaKey.parse("iglu:com.acme/click/jsonschema/1-0-0")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.schema.entity import ColumnMode
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import MISSING_SCHEMA_LABELS, LoaderMetrics
-from plowline_loader.outcome import BatchOutcome
 from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.streaming import BatchWriter, StreamSettings
 

@@ -24,6 +24,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from plowline_core.badrows import IgluErrorRow, ParsingErrorRow, Processor
 from plowline_core.badrows.envelope import parse_bad_row
+from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.event.fields import ATOMIC_COLUMNS, ENRICHED_FIELDS
 from plowline_core.iglu.config import EmbeddedConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -39,11 +40,11 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import CONTEXTS_SCHEMA, UNSTRUCT_EVENT_SCHEMA, enriched_line
 from plowline_core.transform.row import RowBuilder
-from plowline_loader.exactly_once import DistinctRowSink
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.processor import BatchProcessor, Destinations
+from plowline_loader.batch.sizes import Limits
 from plowline_loader.partition import CHUNK_MESSAGES, process_in_chunks
-from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
 from plowline_loader.source.delivery import PulledMessage
-from plowline_loader.types import TypeTracker
 
 NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
 CTX = "iglu:com.acme/ctx/jsonschema/1-0-0"

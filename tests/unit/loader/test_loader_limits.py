@@ -20,10 +20,12 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import enriched_line
 from plowline_core.transform.row import RowBuilder
-from plowline_loader.limits import PUBSUB_MESSAGE_BYTES, Limits
-from plowline_loader.pipeline import BatchOutcome, BatchProcessor, Destinations, InboundMessage
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.outcome import BatchOutcome
+from plowline_loader.batch.processor import BatchProcessor, Destinations
+from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES, Limits
 from plowline_loader.settings import load_settings
-from plowline_loader.types import TypeTracker
 
 NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
 SIZE_VIOLATION = "iglu:com.snowplowanalytics.snowplow.badrows/size_violation/jsonschema/1-0-0"

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from plowline_cloud.liveness import ProgressWatch
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.health import Readiness
 from plowline_loader.partition import PartitionReport
-from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.streaming import BatchWriter, StreamSettings
 
 STALL = 600.0

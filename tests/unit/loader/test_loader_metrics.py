@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.ports import InsertReason
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.metrics import LoaderMetrics
-from plowline_loader.outcome import BatchOutcome
 
 
 def _value(text: str, sample: str) -> float:

@@ -29,19 +29,14 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import enriched_line, with_entities
 from plowline_core.transform.row import RowBuilder
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.outcome import AccountingError, BatchOutcome
+from plowline_loader.batch.processor import BatchProcessor, Destinations, PreparedBatch
+from plowline_loader.batch.sizes import Limits
 from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.partition import chunk_size_for, process_in_chunks
-from plowline_loader.pipeline import (
-    AccountingError,
-    BatchOutcome,
-    BatchProcessor,
-    Destinations,
-    InboundMessage,
-    Limits,
-    PreparedBatch,
-)
 from plowline_loader.source.delivery import PulledMessage
-from plowline_loader.types import TypeTracker
 from support.configs import bigquery_config
 
 CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")

@@ -17,7 +17,11 @@ from support.configs import bigquery_config
 
 _CONFIG = bigquery_config(name="processing source test")
 # What the planner processes must not import: the loader's transform and sinks.
-_HEAVY = ("plowline_loader.partition", "plowline_loader.pipeline", "plowline_loader.bootstrap")
+_HEAVY = (
+    "plowline_loader.partition",
+    "plowline_loader.batch.processor",
+    "plowline_loader.bootstrap",
+)
 _PLAN = """
 import pickle, sys
 source = pickle.loads(sys.stdin.buffer.read())

@@ -21,13 +21,14 @@ from plowline_core.testing.sinks import InMemoryPublisher, InMemoryRowSink
 from plowline_core.testing.table import InMemoryTableSchemaStore
 from plowline_core.testing.tsv import with_entities
 from plowline_core.transform.row import RowBuilder
+from plowline_loader.batch.announcements import TypeTracker
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.processor import BatchProcessor, Destinations
+from plowline_loader.batch.schema_hold import SchemaHold
 from plowline_loader.health import Readiness
 from plowline_loader.partition import process_in_chunks
-from plowline_loader.pipeline import BatchProcessor, Destinations, InboundMessage
-from plowline_loader.schema_hold import SchemaHold
 from plowline_loader.settings import load_settings
 from plowline_loader.source.delivery import PulledMessage
-from plowline_loader.types import TypeTracker
 
 pytestmark = pytest.mark.unit
 

@@ -97,7 +97,7 @@ def test_a_bad_iglu_not_found_is_a_config_error_naming_the_flag(value: str, mess
 def test_default_micro_batch_spreads_its_fixed_cost_over_10000_messages_a_partition() -> None:
     """By default a partition takes 10,000 typical (1.6 KB) events a micro-batch within its byte budget.
 
-    Each micro-batch costs the JVM ~0.18 CPU-s whatever its size (issue 17): a backlog
+    Each micro-batch costs the JVM ~0.18 CPU-s whatever its size: a backlog
     drains in half as many batches as with 5,000.
     """
     settings = load_settings({**BASE})

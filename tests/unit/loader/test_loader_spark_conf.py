@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyspark
 import pytest
 from plowline_core.errors import ConfigError
-from plowline_loader.spark import command_spark_settings, launched_by_spark_submit, spark_conf
+from plowline_loader.spark import PYSPARK_VERSION
+from plowline_loader.spark.session import (
+    command_spark_settings,
+    launched_by_spark_submit,
+    spark_conf,
+)
 
 _LAUNCHER_KEYS = (
     "spark.master",
@@ -71,3 +79,13 @@ def test_launcher_is_recognised_by_the_gateway_it_hands_over(
         monkeypatch.setenv(name, value)
 
     assert expected == launched_by_spark_submit()
+
+
+def test_the_spark_tuning_is_held_to_the_installed_pyspark() -> None:
+    """The pyspark the start-up tuning was written against is the one installed and pinned."""
+    pin = Path(__file__).resolve().parents[3] / "services/loader/pyproject.toml"
+
+    assert (PYSPARK_VERSION, f"pyspark[sql]=={PYSPARK_VERSION}") == (
+        pyspark.__version__,
+        next(part for part in pin.read_text().split('"') if part.startswith("pyspark")),
+    )

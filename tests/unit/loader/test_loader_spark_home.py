@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plowline_loader.spark_home import ZIPPED_PYSPARK, spark_home_for
+from plowline_loader.spark.spark_home import ZIPPED_PYSPARK, spark_home_for
 
 
 def _package(root: Path, zipped: bool = True) -> Path:

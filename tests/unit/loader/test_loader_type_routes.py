@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
 from plowline_core.schema.field import Field, FieldType, Mode
-from plowline_loader.types import TypeTracker
+from plowline_loader.batch.announcements import TypeTracker
 
 KEY = SchemaKey.parse("iglu:com.acme/basket/jsonschema/1-0-1")
 ENTITY = EntityType(KEY, ShredProperty.UNSTRUCT_EVENT)

@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from plowline_loader.spark import WORKER_DAEMON, command_spark_settings, spark_conf
-from plowline_loader.worker_daemon import PRELOADED
+from plowline_loader.spark.session import WORKER_DAEMON, command_spark_settings, spark_conf
+from plowline_loader.spark.worker_daemon import PRELOADED
 
 _PRELOAD = """
 import json, os, sys
-from plowline_loader.worker_daemon import PRELOADED, preload
+from plowline_loader.spark.worker_daemon import PRELOADED, preload
 preload()
 print(json.dumps({
     "loaded": [name for name in PRELOADED if name in sys.modules],

@@ -1,5 +1,5 @@
 """The Python worker's heap: frozen once, at the start of its second task, and collected
-seldom while a task runs (issue 17)."""
+seldom while a task runs."""
 
 from __future__ import annotations
 
@@ -10,22 +10,18 @@ from pathlib import Path
 
 import pytest
 from plowline_core.schema.entity import ColumnMode
-from plowline_loader import partition
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
-from plowline_loader.partition import (
-    TASK_GC_THRESHOLD,
-    StreamingPartition,
-    freeze_worker_heap,
-    task_collector,
-)
+from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.delivery import PulledMessage
+from plowline_loader.spark import worker_heap
+from plowline_loader.spark.worker_heap import TASK_GC_THRESHOLD, freeze_worker_heap, task_collector
 from support.configs import bigquery_config
 
 
 @pytest.fixture
 def fresh_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A process that has started no task; the heap unfrozen again afterwards."""
-    monkeypatch.setattr(partition, "_tasks_started", {})
+    monkeypatch.setattr(worker_heap, "_tasks_started", {})
     gc.unfreeze()
     yield
     gc.unfreeze()

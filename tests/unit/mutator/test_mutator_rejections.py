@@ -1,4 +1,4 @@
-"""One type the mutator cannot apply never holds back the others of its message (issue 15.3)."""
+"""One type the mutator cannot apply never holds back the others of its message."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ official client's GAPIC ``publish`` method (its retry and timeout), one request 
 the other, and returns once every request returned.
 
 Notes:
-    Why (issue 17): the batching client turns every message into a proto-plus message and
+    Why (CPU per event): the batching client turns every message into a proto-plus message and
     a future, and hands each batch of at most 100 messages (1 MB) to a thread of its own
     that commits it; for the loader's bad rows that was a twentieth of a Python worker's
     CPU. Here each message is a raw protobuf message, built in C.

@@ -8,7 +8,7 @@ Notes:
     Requests hold at most 500 rows and 10 MB; ``insertId`` is the row's ``insert_id``.
     Rows BigQuery reports ``stopped`` (another row of the request failed) are sent again
     without the failed rows; a request rejected as a whole is split into single rows.
-    Encoding (issue 17): each row is encoded once, by orjson, and the request body is
+    Encoding (CPU per row): each row is encoded once, by orjson, and the request body is
     joined from those bytes and sent through the client's ``_call_api`` (its retry, span
     and timeout header), the way ``insert_rows_json`` sends it: that method would encode
     the whole body again with the json module, a fifth of the loader's Python CPU. What

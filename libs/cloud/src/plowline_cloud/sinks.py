@@ -1,4 +1,4 @@
-"""Choose the BigQuery sink for ``load.mode``, and the batch-commit API of exactly-once.
+"""Choose the BigQuery sink for ``load.mode``.
 
     load.mode                       sink                 delivery
     ──────────────────────────────  ───────────────────  ─────────────────────────────
@@ -8,44 +8,32 @@
     STORAGE_WRITE_API, exactly-once ExactlyOnceSink      exactly once per event id
 
 Notes:
-    Every sink satisfies ``RowSink``; the loader calls ``insert`` once per micro-batch
-    partition and acks when it returns. ``ExactlyOnceSink`` also satisfies
-    ``BatchCommitSink``: ``prepare`` per partition, then one ``commit`` per micro-batch
-    (all partitions' events streams in one atomic BatchCommitWriteStreams).
-    ``ExactlyOnceSink`` recognises ids committed by an earlier call, not two copies in
-    one call: ``plowline_core.distinct_rows.DistinctRowSink`` writes each insert id once per call (the loader and the
-    repeater wrap it so in exactly-once mode).
+    Every sink satisfies ``RowSink``; a loader task calls ``insert`` once per chunk of
+    its partition (at most ``partition.CHUNK_MESSAGES``, 500 messages) and acks its
+    deliveries once its ``insert`` returned. ``ExactlyOnceSink.insert`` commits its own
+    PENDING stream each call (one BatchCommitWriteStreams per chunk, nothing shared
+    between chunks or partitions), so exactly once is per event id, by its ledger:
+    it recognises ids committed by an earlier call, not two copies in one call;
+    ``plowline_core.distinct_rows.DistinctRowSink`` writes each insert id once per call
+    (the loader and the repeater wrap it so in exactly-once mode).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from google.cloud import bigquery
 from google.cloud.bigquery_storage_v1 import BigQueryWriteClient
 from plowline_core.config import LoadKind, LoadMode, WriteStreamKind
 from plowline_core.errors import ConfigError
-from plowline_core.ports import Row, RowSink, TableSchemaStore
+from plowline_core.ports import RowSink, TableSchemaStore
 
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import table_reference
 from plowline_cloud.write_api_committed import WriteApiRowSink
-from plowline_cloud.write_api_pending import ExactlyOnceSink, Prepared, ensure_ledger
-
-
-class BatchCommitSink(RowSink, Protocol):
-    """A sink whose partitions become visible together, once, at ``commit``."""
-
-    def prepare(self, batch_id: str, partition_id: str, rows: Sequence[Row]) -> Prepared:
-        """Write one partition's rows invisibly; the result carries the rejected rows."""
-        ...
-
-    def commit(self, prepared: Sequence[Prepared]) -> None:
-        """Make every prepared partition of one batch visible, atomically and once."""
-        ...
+from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,22 @@
 """Exactly-once appends: PENDING write streams, committed behind a ledger of event ids.
 
-Protocol per micro-batch (``prepare`` per partition, then one ``commit``):
+Protocol per ``insert`` call (``prepare``, then ``commit``). The loader calls it once per
+chunk of a task's partition (at most ``plowline_loader.partition.CHUNK_MESSAGES``, 500),
+the repeater once per batch: each call commits its own streams, nothing is shared between
+chunks, partitions or micro-batches, and exactly once is per event id, by the ledger.
+``commit`` takes several prepared streams at once only for tests that stage a crash
+between the two steps:
 
 1. Drop rows whose event id the ledger already holds (``_recover`` first makes sure the
    stream that holds them is committed: see 5).
 2. Append the rest to a fresh PENDING stream of the events table; finalize it. An
    append whose response is lost may have landed: that stream is abandoned (never
    committed, so never visible) and the rows go to a fresh stream, never resent blind.
-3. Write one ledger row per partition (``batch_id``, ``partition_id``, the events
-   stream's name, its event ids) to a PENDING stream of the ledger table, finalize it
-   and commit it: the ledger is the *prepare log*.
-4. Commit every events stream of the batch in one BatchCommitWriteStreams (atomic on
-   the events table).
+3. Write one ledger row per prepared stream (``batch_id``, ``partition_id``: a fresh
+   id and ``0`` from ``insert``; the events stream's name, its event ids) to a PENDING
+   stream of the ledger table, finalize it and commit it: the ledger is the *prepare log*.
+4. Commit the events stream(s) in one BatchCommitWriteStreams (atomic on the events
+   table).
 5. On a redelivery the ledger names the stream: it is committed again. BigQuery answers
    "already committed" when step 4 had happened (rows are in once) and commits it now
    when the crash fell between 3 and 4 (rows land once, from the first attempt). When
@@ -104,7 +109,7 @@ _NEVER_COMMITS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """One partition's rows, appended to a finalized PENDING stream (not yet visible)."""
+    """Rows of one ``insert`` call, appended to a finalized PENDING stream (not yet visible)."""
 
     batch_id: str
     partition_id: str
@@ -175,13 +180,13 @@ class ExactlyOnceSink:
         return self._events.bytes_sent + self._ledger_writer.bytes_sent
 
     def insert(self, rows: Sequence[Row]) -> list[InsertFailure]:
-        """Write rows exactly once (one partition, one batch); return the rejected ones."""
+        """Write rows exactly once (one chunk of a partition); return the rejected ones."""
         prepared = self.prepare(uuid.uuid4().hex, "0", rows)
         self.commit([prepared])
         return list(prepared.failures)
 
     def prepare(self, batch_id: str, partition_id: str, rows: Sequence[Row]) -> Prepared:
-        """Append one partition's new rows to a finalized PENDING stream (not visible yet)."""
+        """Append the rows the ledger lacks to a finalized PENDING stream (not visible yet)."""
         fresh = self._unledgered(rows)
         if not fresh:
             return Prepared(batch_id, partition_id, None, (), ())
@@ -210,10 +215,10 @@ class ExactlyOnceSink:
         raise TransientError(f"{self._fresh_streams} PENDING streams in a row: {last}")
 
     def commit(self, prepared: Sequence[Prepared]) -> None:
-        """Ledger the batch's streams, then commit them in one BatchCommitWriteStreams.
+        """Ledger the prepared streams, then commit them in one BatchCommitWriteStreams.
 
         Raises:
-            TransientError: a commit failed; nothing of the batch is visible, or the
+            TransientError: a commit failed; none of the rows is visible, or the
                 ledger already holds it and the next delivery completes the commit.
         """
         written = [part for part in prepared if part.stream is not None]

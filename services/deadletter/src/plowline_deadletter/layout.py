@@ -19,7 +19,7 @@ first characters, ``~`` and 32 hex digits of its SHA-256 (``~`` is in no Iglu na
 shortened folder is never another's real one; the digest keeps it unique and the same on
 every delivery). Every object name then stays far under GCS's limit of 1,024 bytes,
 which refused the name of a 1 KB vendor: its rows were nacked for ever while the service
-stayed healthy (issue 26).
+stayed healthy. A name is bounded, whatever a publisher puts in a bad row.
 
 Notes:
     Pure. Bad rows are stored as received (a message is never re-encoded; only a trailing

@@ -4,7 +4,7 @@ Notes:
     The ``partition`` label takes a closed set of values (``partition_label``): the
     partitions of Snowplow's bad-row schemas, ``unparseable``, and ``other`` for anything
     else. A bad row may be published by anyone who can publish to the topic, and a label
-    per schema key would grow a new series for every key they make up (issue 26).
+    per schema key would grow a new series for every key they make up: the label set is bounded.
 """
 
 from __future__ import annotations

@@ -1,1 +1,61 @@
-"""plowline_loader."""
+"""plowline-loader: enriched events from a Pub/Sub subscription into a BigQuery table, on Spark.
+
+Where the code lives, by what changes together:
+
+    batch/        what happens to a batch of messages: transform, sort, insert, publish,
+                  count (``BatchProcessor``). Pure: no Spark, no Google (import-linter).
+    spark/        the session and its start-up tuning, tied to the pinned pyspark
+                  (``spark.PYSPARK_VERSION``): JVM flags, the rebuilt SPARK_HOME, the py4j
+                  converter patch, the preloading worker daemon, the class archive and
+                  the workers' heap (GC freezing).
+    source/       Pub/Sub as a Spark source: planning, bounded pulls, leases, acks.
+    partition     what a task does with its partition (``StreamingPartition``);
+                  ``compressed_input`` opens its compressed deliveries into chunks.
+    streaming     the driver loop: the query, one action per micro-batch, retries;
+                  ``vigil`` waits on it, ``health`` and ``metrics`` report it.
+    archive       ``backfill``'s reading of archived TSV files in tasks.
+    *_command     the commands (``run``, ``backfill``, ``transform``, ``class-archive``,
+                  registered by ``cli``) over ``settings`` and ``bootstrap`` (the one
+                  composition root: clients, adapters, the ``BatchProcessor``).
+
+How a message travels through Spark (``run``), and why:
+
+    1. Driver, Python (``run_command``): builds the session (``spark.session``) and starts
+       the query (``streaming.StreamingLoader``): readStream of the ``plowline-load``
+       source, ``foreachBatch(BatchWriter)``.
+    2. Driver, JVM: each trigger asks the source for an offset. The source's planner runs
+       in a Python process the JVM starts (``source.pubsub_source``): a probe pull says
+       whether there is anything to read (Pub/Sub has no offsets: an offset is a batch
+       counter); then it cuts ``numPartitions`` descriptors (``PubSubPartition``:
+       subscription, budgets, the probed message). Pickle boundary 1: the descriptors,
+       and the reader carrying the task function, travel to the executors.
+    3. Executor, Python worker (forked by ``spark.worker_daemon``, which preloaded the
+       imports): ``source.processing`` reads the partition: it pulls a bounded slice
+       (``source.subscription``), extends each pull's receipt, and hands the pulled
+       messages themselves, lazily, to ``partition.StreamingPartition`` (pickle boundary
+       2: the function and its ``WorkerConfig``, unpickled once per task, not in the
+       planner processes).
+    4. Same task: ``source.acking.AckingPartition`` leases the messages (``source.lease``)
+       and calls the processor, which runs ``batch.processor.BatchProcessor`` over chunks
+       of at most 500 messages (``partition.process_in_chunks``; ``compressed_input`` opens
+       compressed batches into records): transform, insert into the table, publish bad
+       rows, failed inserts and types. A chunk's deliveries are acked once its writes
+       returned; a transient failure hands the rest back (nacked: redelivered at once).
+    5. The task yields one ``PartitionReport`` (counts, latencies, the error if any).
+       Pickle boundary 3: the reports travel back through the JVM as rows.
+    6. Driver: ``BatchWriter`` collects the reports (the micro-batch's one action: a
+       second would pull other messages), records metrics, and on a transient error
+       backs off and runs the micro-batch again (``streaming``).
+
+Why this shape: the messages never leave the Python worker that pulled them (no Arrow
+round trip through the JVM, no second worker per task), the ack follows the durable
+write in the same process, and the driver sees only small reports. Four kinds of process
+take part: the driver (Python and its JVM), the source's planner process, and the
+executors' Python workers.
+
+Exactly-once mode (``STORAGE_WRITE_API``, stream ``exactly-once``) reads the plain
+``pubsub`` source instead: rows go from the reading worker to the JVM as Arrow, the driver
+keys the micro-batch by event id (``streaming.by_event_id``, one shuffle, so every copy
+of an id meets in one task), and the tasks run ``StreamingPartition.from_rows`` in
+``mapPartitions``; the sink's ledger then writes each event id once.
+"""

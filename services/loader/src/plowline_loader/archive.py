@@ -25,8 +25,9 @@ from plowline_cloud.errors import translated
 from plowline_core.errors import ConfigError, TransientError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from plowline_loader.batch.message import InboundMessage
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig, processor_for
-from plowline_loader.pipeline import BatchOutcome, InboundMessage
 
 _GS = "gs://"
 

@@ -21,9 +21,9 @@ from plowline_cloud.logging import configure_logging
 from plowline_core.errors import ConfigError
 
 from plowline_loader.archive import ArchivePartition, list_sources
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import worker_config
 from plowline_loader.cli import loader_version
-from plowline_loader.pipeline import BatchOutcome
 from plowline_loader.run_command import add_common_flags, log_spark_session
 from plowline_loader.settings import load_settings
 
@@ -75,7 +75,7 @@ def render_summary(outcome: BatchOutcome, files: int, seconds: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the backfill; return the exit code."""
-    from plowline_loader.spark import (  # Spark: slow import
+    from plowline_loader.spark.session import (  # Spark: slow import
         build_spark_session,
         command_spark_settings,
         launched_by_spark_submit,

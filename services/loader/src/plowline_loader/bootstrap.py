@@ -14,7 +14,7 @@ Notes:
     inserts, bad rows and types is the same in every mode. Exactly-once commits each
     partition's PENDING stream (ledger first) before the partition acks: a redelivered
     batch finds its event ids in the ledger and adds no row; copies within one batch
-    are kept to one task and one write (``exactly_once``).
+    are kept to one task and one write (``batch.event_key``).
     A 2.x config (column mode ``major``) gets 2.x's failed events (``failed_events``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
@@ -39,6 +39,7 @@ from plowline_cloud.iglu import registries_from_config
 from plowline_cloud.pubsub_paths import subscription_path, topic_path
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoaderOptions, LoadKind, WriteStreamKind
+from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.errors import ConfigError
 from plowline_core.event.fields import V2_ATOMIC_COLUMNS, V2_CLUSTER_BY, V2_PARTITION_COLUMN
 from plowline_core.grants import Grant, ResourceKind
@@ -50,12 +51,12 @@ from plowline_core.schema.entity import ColumnMode
 from plowline_core.schema.legacy import ColumnRules
 from plowline_core.transform.row import RowBuilder
 
+from plowline_loader.batch.announcements import DEFAULT_REPUBLISH_AFTER_S, TypeTracker
+from plowline_loader.batch.failed_events import FailedEventStyle
+from plowline_loader.batch.processor import BatchProcessor, Destinations
+from plowline_loader.batch.schema_hold import SchemaHold
+from plowline_loader.batch.sizes import Limits
 from plowline_loader.compressed_input import Decompression
-from plowline_loader.exactly_once import DistinctRowSink
-from plowline_loader.failed_events import FailedEventStyle
-from plowline_loader.pipeline import BatchProcessor, Destinations, Limits
-from plowline_loader.schema_hold import SchemaHold
-from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S, TypeTracker
 
 if TYPE_CHECKING:
     from google.cloud import bigquery

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Write the archive; return the exit code."""
-    from plowline_loader.class_archive import write_class_archive  # Spark: slow import
+    from plowline_loader.spark.class_archive import write_class_archive  # Spark: slow import
 
     try:
         size = write_class_archive(args.path.absolute())

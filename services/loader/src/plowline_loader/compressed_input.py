@@ -34,20 +34,16 @@ Notes:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from plowline_core.badrows import BadRow, ParsingErrorRow, Processor, SizeViolationRow
 from plowline_core.event.compressed import (
-    CorruptBatch,
-    OversizedRecord,
     Record,
     compression_of,
     read_batch,
 )
 
+from plowline_loader.batch.failed_events import FailedRecord
 from plowline_loader.source.delivery import PulledMessage
 
 MAX_BYTES_SINGLE_PAYLOAD = 10_000_000
@@ -68,50 +64,7 @@ class Decompression:
 DEFAULT_DECOMPRESSION = Decompression()
 
 
-class FailedRecord(NamedTuple):
-    """What a compressed delivery gave that is not a line: an oversized record or a corrupt batch.
-
-    ``data`` is the whole compressed message (the failed event's payload); the other
-    fields are the delivery's, but ``message_id`` (``<id>#<n>``).
-    """
-
-    ack_id: str
-    subscription: str
-    message_id: str
-    publish_time_us: int
-    data: bytes
-    failure: OversizedRecord | CorruptBatch
-
-
 Item = PulledMessage | FailedRecord
-
-
-def failed_record_bad_row(
-    failure: OversizedRecord | CorruptBatch,
-    message: bytes,
-    timestamp: str,
-    max_bad_row_bytes: int,
-    processor: Processor,
-) -> BadRow:
-    """Return the failed event 2.x writes for ``failure`` of the compressed ``message``.
-
-    Notes:
-        A corrupt batch is a ``loader_parsing_error`` whose failure is a
-        ``RowDecodingError`` with one ``UnhandledRowDecodingError`` naming the problem;
-        an oversized record a ``size_violation`` (maximum: the limit, actual: the
-        record's size); both carry the compressed message in base64 (cut to fit
-        ``max_bad_row_bytes`` for the size violation, whose schema allows a cut payload).
-    """
-    payload = base64.b64encode(message).decode("ascii")
-    if isinstance(failure, CorruptBatch):
-        error = {"type": "UnhandledRowDecodingError", "message": failure.message}
-        return ParsingErrorRow({"type": "RowDecodingError", "errors": [error]}, payload)
-    violation = SizeViolationRow.for_payload(
-        payload, max_bad_row_bytes, failure.expectation, timestamp, processor
-    )
-    return SizeViolationRow(
-        failure.limit, failure.size, failure.expectation, violation.payload, timestamp
-    )
 
 
 def items_of(delivery: PulledMessage, decompression: Decompression) -> Iterator[Item]:

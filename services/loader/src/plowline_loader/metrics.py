@@ -34,7 +34,7 @@ from plowline_core.event.latency import LATENCY_BUCKETS_S
 from plowline_core.ports import InsertReason
 from prometheus_client import Counter, Gauge, Histogram
 
-from plowline_loader.pipeline import BatchOutcome
+from plowline_loader.batch.outcome import BatchOutcome
 
 _DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
 MISSING_SCHEMA_LABELS = 20

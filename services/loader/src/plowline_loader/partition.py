@@ -16,31 +16,17 @@ Notes:
     Picklable: plain values and the picklable ``WorkerConfig``.
     Each report names the executor that ran the task (``executor_id``), so the driver can
     say where the work went: on a cluster, which executors read the source's partitions.
-    The worker's heap (issue 17): pyspark's daemon runs a full ``gc.collect()`` after every
-    task of a reused worker, and a full collection walks every object the worker holds:
-    the imported modules, the Google clients, schemas and casters (a third of the
-    worker's CPU at 5,000 messages a task). So the second task a worker runs starts by
-    freezing what is alive (``freeze_worker_heap``): what the first task built lives as
-    long as the worker, and the collector stops walking it. Nothing of a task's messages
-    is alive then (the rows are pulled after it, the last task's were released).
-    While a task runs, the young generation is collected every ``TASK_GC_THRESHOLD`` net
-    allocations instead of Python's 700 (``task_collector``): a task holds its messages
-    and a chunk or two of rows, tens of thousands of containers, so at 700 the collector
-    walked them again and again (146 young and 13 middle collections in a 10,000-message
-    task, 3-5 CPU-µs an event, bench/partition_cpu.py). Nothing a task builds needs the
-    collector to die (no reference cycles per message), and the daemon collects fully
-    after every task anyway.
+    The worker's heap: frozen at its second task, collected seldom while a task runs
+    (``spark.worker_heap``).
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,21 +34,19 @@ from plowline_core.config import LoadKind
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
 
+from plowline_loader.batch.message import Message
+from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
-from plowline_loader.pipeline import BatchOutcome, Message, PartlyDelivered
-from plowline_loader.source import AckingPartition
-from plowline_loader.source.acking import HandBack
+from plowline_loader.source.acking import AckingPartition, HandBack
 from plowline_loader.source.delivery import PulledMessage, pulled_of_row
+from plowline_loader.spark import worker_heap
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
 
 CHUNK_MESSAGES = 500
 """Messages processed together: one insertAll request's worth (see ``process_in_chunks``)."""
-
-TASK_GC_THRESHOLD = 50_000
-"""Net container allocations between young-generation collections while a task runs."""
 
 
 def chunk_size_for(config: WorkerConfig, messages: int) -> int:
@@ -116,21 +100,18 @@ def executor_id() -> str:
     return "driver"
 
 
-@dataclass(frozen=True, slots=True)
-class AckSettings:
-    """How the task keeps and settles its deliveries."""
-
-    emulator_host: str | None = None
-    ack_deadline_s: int = 60
-    lease_interval_s: float = 20.0
-
-
 @dataclass(frozen=True)
 class StreamingPartition:
-    """A picklable ``mapPartitions`` function: process, ack, report."""
+    """A picklable ``mapPartitions`` function: process, ack, report.
+
+    ``ack_deadline_s`` and ``lease_interval_s`` are the run's (``StreamSettings``): the
+    deadline each lease extension asks for, and how often; the Pub/Sub endpoint is the
+    config's (``WorkerConfig.pubsub_emulator_host``).
+    """
 
     config: WorkerConfig
-    acks: AckSettings = AckSettings()
+    ack_deadline_s: int = 60
+    lease_interval_s: float = 20.0
 
     def __call__(self, messages: Iterable[PulledMessage]) -> Iterator[PartitionReport]:
         """Process the partition's messages, settle them, and yield one report.
@@ -139,54 +120,17 @@ class StreamingPartition:
             ``messages`` must not have been read yet (a lazy iterable): the heap is frozen
             before (see the module notes).
         """
-        freeze_worker_heap()
+        worker_heap.freeze_worker_heap()
         recorder = _Recorder(self.config)
-        acks = self.acks
-        with task_collector(TASK_GC_THRESHOLD):
-            settled = AckingPartition(
-                recorder, acks.emulator_host, acks.ack_deadline_s, acks.lease_interval_s
-            )(messages)
+        host = self.config.pubsub_emulator_host
+        acking = AckingPartition(recorder, host, self.ack_deadline_s, self.lease_interval_s)
+        with worker_heap.task_collector(worker_heap.TASK_GC_THRESHOLD):
+            settled = acking(messages)
         yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
 
     def from_rows(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:
         """Process a partition of the ``pubsub`` source's rows (exactly-once mode's tasks)."""
         return self(map(pulled_of_row, rows))
-
-
-_tasks_started: dict[int, int] = {}  # pid: tasks this process has started
-
-
-def freeze_worker_heap() -> bool:
-    """At the start of this process's second task, freeze the objects alive; say if it did.
-
-    Notes:
-        ``gc.freeze`` moves every tracked object to a generation the collector never
-        walks (a cycle among them is never reclaimed: they are the worker's long-lived
-        clients and caches). Keyed by pid: a forked worker counts its own tasks.
-    """
-    pid = os.getpid()
-    started = _tasks_started.get(pid, 0)
-    _tasks_started[pid] = started + 1
-    if started != 1:
-        return False
-    gc.freeze()
-    return True
-
-
-@contextmanager
-def task_collector(threshold: int) -> Iterator[None]:
-    """Collect the young generation every ``threshold`` net allocations until the block ends.
-
-    Notes:
-        The older generations keep their ratios (each is collected once per that many
-        collections of the one below); the thresholds before are restored on any exit.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(threshold, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 class ChunkProcessor(Protocol):

@@ -186,7 +186,7 @@ def settings_from(args: argparse.Namespace) -> LoaderSettings:
 
 def run(args: argparse.Namespace) -> int:
     """Run the streaming loader until SIGTERM; return the exit code."""
-    from plowline_loader.spark import (  # Spark: slow import
+    from plowline_loader.spark.session import (  # Spark: slow import
         build_spark_session,
         command_spark_settings,
         launched_by_spark_submit,

@@ -37,10 +37,10 @@ from pydantic import (
 )
 from pydantic_settings import SettingsConfigDict
 
+from plowline_loader.batch.announcements import DEFAULT_REPUBLISH_AFTER_S
+from plowline_loader.batch.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
+from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
-from plowline_loader.limits import PUBSUB_MESSAGE_BYTES
-from plowline_loader.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
-from plowline_loader.types import DEFAULT_REPUBLISH_AFTER_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}

@@ -50,14 +50,14 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession, functions
 from pyspark.sql.streaming.query import StreamingQuery
 
+from plowline_loader.batch.event_key import EVENT_ID_INDEX
+from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.bootstrap import WorkerConfig
-from plowline_loader.exactly_once import EVENT_ID_INDEX
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
-from plowline_loader.partition import AckSettings, PartitionReport, StreamingPartition
-from plowline_loader.pipeline import BatchOutcome
-from plowline_loader.source import FORMAT
+from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.source.processing import register_processing_source, report_of
+from plowline_loader.source.pubsub_source import FORMAT
 
 _log = structlog.get_logger("plowline.loader")
 
@@ -106,7 +106,7 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
     """Return ``frame`` over ``partitions`` tasks, every copy of an event id in one task.
 
     Notes:
-        Exactly-once mode only (see ``exactly_once``): one shuffle, still one action.
+        Exactly-once mode only (see ``batch.event_key``): one shuffle, still one action.
         The key is ``event_id_key``, as a Spark expression (``key_column``).
     """
     return frame.repartition(partitions, key_column())
@@ -295,10 +295,9 @@ class StreamingLoader:
         self._config = config
         self._settings = settings
         self.readiness = readiness or Readiness()
-        acks = AckSettings(
-            config.pubsub_emulator_host, settings.ack_deadline_s, settings.lease_interval_s
+        self._partition = StreamingPartition(
+            config, settings.ack_deadline_s, settings.lease_interval_s
         )
-        self._partition = StreamingPartition(config, acks)
         self.writer = BatchWriter(
             self._partition, settings, self.readiness, metrics, observer, watch
         )

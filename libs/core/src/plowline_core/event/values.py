@@ -105,14 +105,6 @@ def decode_double(text: str) -> float | None:
     return _java_double(text)
 
 
-def decode_finite_double(text: str) -> float:
-    """Return the finite double in ``text``; raise ValueError for anything else (fast path)."""
-    value = float(text)
-    if value - value == 0.0 and text.isascii() and "_" not in text:
-        return value
-    raise ValueError(text)
-
-
 def _java_double(text: str) -> float | None:
     match = _JAVA_DOUBLE.fullmatch(text.strip(_JAVA_SPACE))
     if match is None:

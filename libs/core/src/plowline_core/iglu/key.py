@@ -7,7 +7,7 @@ Notes:
     ``[a-zA-Z0-9-_]+``, a full SchemaVer), and refuses a vendor of dots only: Iglu's
     pattern admits ``.`` and ``..``, which name no reverse-domain vendor and, as the first
     segment of a registry path (``schemas/../name/…``), would climb out of a registry's
-    ``schemas/`` (issue 26). The constructor, which Snowplow's column-name vectors call
+    ``schemas/``: a hostile event must not choose the path fetched. The constructor, which Snowplow's column-name vectors call
     with names such as ``a.b.c``, checks only that each part is one plain path segment.
 """
 

@@ -4,7 +4,7 @@
 every repository answered "not found"; it raises ``RegistryUnavailable`` when none had the
 schema and at least one could not answer (the caller retries later and does not ack).
 
-One key that keeps failing is not an outage (issue 26): when the lookups of a key have
+One key that keeps failing is not an outage (a made-up key must not stall the loader): when the lookups of a key have
 failed ``give_up_after`` times in a row, over at least ``GIVE_UP_AFTER_S`` seconds of the
 injected clock, and every repository that failed it answers
 another key (the last key it answered for is asked again, once, at that moment), the key

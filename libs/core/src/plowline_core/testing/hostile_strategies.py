@@ -58,11 +58,6 @@ def control_and_bidi_text() -> st.SearchStrategy[str]:
     return st.text(alphabet, max_size=40)
 
 
-def lone_surrogate_text() -> st.SearchStrategy[str]:
-    """Draw text holding lone surrogates (possible only in a ``str`` built in memory)."""
-    return st.text(st.characters(categories=["Cs", "Ll"]), min_size=1, max_size=20)
-
-
 def any_text() -> st.SearchStrategy[str]:
     """Draw any text, surrogates included."""
     return st.text(st.characters(codec=None, exclude_categories=()), max_size=60)

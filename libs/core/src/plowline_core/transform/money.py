@@ -16,16 +16,11 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-MONEY_FIELDS = (
-    "tr_total",
-    "tr_tax",
-    "tr_shipping",
-    "ti_price",
-    "tr_total_base",
-    "tr_tax_base",
-    "tr_shipping_base",
-    "ti_price_base",
-)
+from plowline_core.event import fields as event_fields
+from plowline_core.event.fields import ENRICHED_FIELDS
+
+MONEY_FIELDS = tuple(f.name for f in ENRICHED_FIELDS if f.name in event_fields.MONEY_FIELDS)
+"""The eight money fields, in TSV order (the order their failures are listed in)."""
 ATOMIC_SCHEMA = "iglu:com.snowplowanalytics.snowplow/atomic/jsonschema/1-0-0"
 EXPECTED = "Decimal(Digits18,2)"
 _CENT = Decimal("0.01")

@@ -58,16 +58,18 @@ from plowline_core.event.parser import decode_fields, parse
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver, SchemaNotFound
 from plowline_core.schema.entity import ColumnMode, EntityType, ShredProperty
-from plowline_core.schema.field import Field
 from plowline_core.schema.legacy import NO_RULES, ColumnRules
-from plowline_core.schema.mapping import field_from_schema
-from plowline_core.schema.names import column_name
-from plowline_core.transform.cast import Caster, CastError, caster_for, element_caster_for
+from plowline_core.transform.cast import CastError
 from plowline_core.transform.money import money_failures
+from plowline_core.transform.plan import (
+    SCHEMA_VERSION_FIELD,
+    EntityPlan,
+    compile_plan,
+    skip_values,
+)
 from plowline_core.transform.routing import NOWHERE, MajorRouter, legacy_texts
 
 LOAD_TSTAMP_AUTO = "AUTO"
-SCHEMA_VERSION_FIELD = "_schema_version"
 _TYPE_SETS_CAP = 65536  # distinct combinations of entity types remembered
 _IDENTITY_CAP = 65536  # SchemaKey objects remembered by identity
 
@@ -103,21 +105,6 @@ class TransformedRow(NamedTuple):
         return dumps(self.data, max_depth=None)
 
 
-class _Plan(NamedTuple):
-    """What one (schema key, shred property) needs: its column, caster and entity type.
-
-    ``column`` is ``""`` for an entity that has no column (2.x drops it: an empty object with
-    no additional properties, or a schema in ``skip_schemas``): its values are not written.
-    """
-
-    column: str
-    caster: Caster
-    entity_type: EntityType
-    uri: str
-    schema_version: str | None  # set in major mode for contexts: each item says its version
-    bit: int  # this plan's bit in a row's mask of types
-
-
 class RowBuilder:
     """Turn enriched events into BigQuery-JSON rows, resolving entity schemas once each."""
 
@@ -131,14 +118,14 @@ class RowBuilder:
         self._resolver = resolver
         self._mode = column_mode
         self._router = MajorRouter(resolver, rules)
-        self._plans: dict[tuple[SchemaKey, ShredProperty], _Plan] = {}
+        self._plans: dict[tuple[SchemaKey, ShredProperty], EntityPlan] = {}
         self._type_sets: dict[int, frozenset[EntityType]] = {}
         # Hot-path index by key identity: parsed events share SchemaKey objects (parse is
         # cached), and hashing a SchemaKey dataclass costs more than the rest of the lookup.
-        self._by_identity: dict[tuple[int, ShredProperty], tuple[SchemaKey, _Plan]] = {}
+        self._by_identity: dict[tuple[int, ShredProperty], tuple[SchemaKey, EntityPlan]] = {}
         # The fused path's index of the same plans, by URI text (``key.to_uri()`` is the
         # text SchemaKey.parse accepted, so a URI found here is a valid one).
-        self._by_uri: dict[ShredProperty, dict[str, _Plan]] = {
+        self._by_uri: dict[ShredProperty, dict[str, EntityPlan]] = {
             _CONTEXTS: {},
             _DERIVED: {},
             _UNSTRUCT: {},
@@ -201,20 +188,24 @@ class RowBuilder:
         except Exception as error:  # odd data must become a bad row, never stop the stream
             return RuntimeErrorRow(_describe(error), event_payload(event))
 
+    def _known_plan(
+        self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
+    ) -> EntityPlan | None:
+        """Return the plan of ``key`` as ``shred``: by the key object's identity, else resolved."""
+        known = self._by_identity.get((id(key), shred))
+        if known is not None and known[0] is key:
+            return known[1]
+        return self._plan(key, shred, failures)
+
     def _build(self, event: EnrichedEvent) -> TransformedRow | BadRow:
         data = dict(event.atomic)
         data["load_tstamp"] = LOAD_TSTAMP_AUTO
         failures: list[Mapping[str, Any]] = []
         errors: list[CastError] = []
-        plans = self._by_identity
         seen = 0  # bit mask of the plans used: the row's types without hashing EntityTypes
         for shred, entities in ((_CONTEXTS, event.contexts), (_DERIVED, event.derived_contexts)):
             for entity in entities:
-                key = entity.schema
-                known = plans.get((id(key), shred))
-                plan = known[1] if known is not None and known[0] is key else None
-                if plan is None:
-                    plan = self._plan(key, shred, failures)
+                plan = self._known_plan(entity.schema, shred, failures)
                 if plan is None or not plan.column:
                     continue
                 seen |= plan.bit
@@ -233,11 +224,7 @@ class RowBuilder:
                     items.append({SCHEMA_VERSION_FIELD: plan.schema_version, **value})
         unstruct = event.unstruct_event
         if unstruct is not None:
-            key = unstruct.schema
-            known = plans.get((id(key), _UNSTRUCT))
-            plan = known[1] if known is not None and known[0] is key else None
-            if plan is None:
-                plan = self._plan(key, _UNSTRUCT, failures)
+            plan = self._known_plan(unstruct.schema, _UNSTRUCT, failures)
             if plan is not None and plan.column:
                 seen |= plan.bit
                 value = plan.caster(unstruct.data, errors)
@@ -301,7 +288,7 @@ class RowBuilder:
 
     def _plan(
         self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
-    ) -> _Plan | None:
+    ) -> EntityPlan | None:
         """Return the plan of an entity type, resolving and compiling it on first sight."""
         plan = self._plans.get((key, shred))
         if plan is None:
@@ -315,7 +302,7 @@ class RowBuilder:
                     failures.append(resolution.to_failure())
                     return None
                 bit = 1 << len(self._plans)
-                plan = _compile(key, resolution.schema, shred, self._mode, bit)
+                plan = compile_plan(key, resolution.schema, shred, self._mode, bit)
             self._plans[(key, shred)] = plan
             if plan.column:
                 self._by_uri[shred][plan.uri] = plan
@@ -327,7 +314,7 @@ class RowBuilder:
 
     def _major_plan(
         self, key: SchemaKey, shred: ShredProperty, failures: list[Mapping[str, Any]]
-    ) -> _Plan | None:
+    ) -> EntityPlan | None:
         """Return the 2.x plan of a key (``routing``): its column, or none, or a failure."""
         route = self._router.route(key, shred, failures)
         for column in self._router.take_clashed():
@@ -335,9 +322,9 @@ class RowBuilder:
         if route is None:
             return None
         if route.column == NOWHERE:
-            return _Plan(NOWHERE, _skipped, EntityType(key, shred), key.to_uri(), None, 0)
+            return EntityPlan(NOWHERE, skip_values, EntityType(key, shred), key.to_uri(), None, 0)
         bit = 1 << len(self._plans)
-        plan = _compile(key, route.schema, shred, route.mode, bit, route.column)
+        plan = compile_plan(key, route.schema, shred, route.mode, bit, route.column)
         legacy = route.mode is ColumnMode.FULL  # a 1.x column: 2.x's type names
         return plan._replace(caster=legacy_texts(plan.caster)) if legacy else plan
 
@@ -357,7 +344,7 @@ class RowBuilder:
 
 
 def _fused_contexts(
-    text: str, plans: dict[str, _Plan], data: dict[str, Any], errors: list[CastError]
+    text: str, plans: dict[str, EntityPlan], data: dict[str, Any], errors: list[CastError]
 ) -> int:
     """Add the items of a contexts field to ``data``; return the plans' bits, -1 to give up.
 
@@ -384,42 +371,6 @@ def _fused_contexts(
             return -1
         items.append(value if version is None else {SCHEMA_VERSION_FIELD: version, **value})
     return seen
-
-
-def _compile(
-    key: SchemaKey,
-    schema: Mapping[str, Any],
-    shred: ShredProperty,
-    mode: ColumnMode,
-    bit: int,
-    column: str | None = None,
-) -> _Plan:
-    """Compile the caster of one entity type writing to ``column`` (default: its own)."""
-    column = column or column_name(key, shred, mode)
-    # The raw-named field (schema-ddl Field.build): the caster looks keys up by raw name and
-    # writes normalised names, as loader 1.x does. The column itself is the mutator's business.
-    field = field_from_schema(column, schema, False, mode)
-    version: str | None = None
-    if shred is _UNSTRUCT:
-        caster = caster_for(field, mode)
-    else:
-        if mode is ColumnMode.MAJOR:
-            version = str(key.version)
-            field = _without_schema_version(field)
-        caster = element_caster_for(field, mode)
-    entity_type = EntityType(key, shred)
-    return _Plan(column, caster, entity_type, key.to_uri(), version, bit)
-
-
-def _skipped(value: Any, errors: list[CastError]) -> Any:
-    """The caster of an entity without a column: never called (its plan's column is empty)."""
-    return None
-
-
-def _without_schema_version(field: Field) -> Field:
-    """Drop the ``_schema_version`` sub-field: the loader fills it from the key, not the data."""
-    subs = tuple(sub for sub in field.fields if sub.name != SCHEMA_VERSION_FIELD)
-    return Field(field.name, field.type, field.mode, subs)
 
 
 def _describe(error: Exception) -> str:

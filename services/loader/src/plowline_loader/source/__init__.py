@@ -1,31 +1,9 @@
-"""Pub/Sub as a Spark Structured Streaming source, and the ack-after-durable sink helper."""
+"""Pub/Sub as a Spark Structured Streaming source, and acking a task's deliveries once durable.
 
-from plowline_loader.source.acking import (
-    AckingPartition,
-    PartitionProcessor,
-    Settlement,
-    acking_batch_writer,
-)
-from plowline_loader.source.pubsub_source import (
-    FORMAT,
-    SCHEMA,
-    PubSubDataSource,
-    PubSubPartition,
-    PubSubSourceOptions,
-    PubSubStreamReader,
-    register_pubsub_source,
-)
-
-__all__ = [
-    "FORMAT",
-    "SCHEMA",
-    "AckingPartition",
-    "PartitionProcessor",
-    "PubSubDataSource",
-    "PubSubPartition",
-    "PubSubSourceOptions",
-    "PubSubStreamReader",
-    "Settlement",
-    "acking_batch_writer",
-    "register_pubsub_source",
-]
+pubsub_source   the ``pubsub`` data source (driver-side offsets, executor-side pulls)
+processing      the source whose ``read()`` runs the loader's partition function
+subscription    one subscription's pull, ack, nack and modack calls (GAPIC)
+lease           extending the ack deadline of a task's deliveries while it works
+acking          ``AckingPartition``: lease, process, then ack or nack
+delivery        what a delivery is (ack id, subscription), as plain values
+"""

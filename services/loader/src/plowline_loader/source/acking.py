@@ -1,16 +1,18 @@
 """Ack Pub/Sub deliveries in the Spark task that processed them, once they are durable.
 
-Usage::
+Usage (``partition.StreamingPartition``, in every task of a micro-batch)::
 
-    def process(rows: list[Row]) -> Collection[str] | None:
+    def process(messages: list[PulledMessage]) -> Collection[str] | HandBack | None:
         ...  # transform, insert, publish; return the ack ids NOT yet durable (or None)
-        # (rows: the pubsub source's; AckingPartition also takes PulledMessages)
 
-    stream.writeStream.foreachBatch(acking_batch_writer(process, emulator_host=host)).start()
+    settlement = AckingPartition(process, emulator_host, ack_deadline_s, lease_interval_s)(
+        messages
+    )
 
 Notes:
-    ``AckingPartition`` runs on the executor inside ``foreachPartition``: it collects the
-    partition's rows (bounded by the source's per-partition budgets), starts a lease
+    ``AckingPartition`` runs on the executor, in a partition's task (the processing
+    source's ``read()``, or exactly-once mode's ``mapPartitions``): it collects the
+    partition's messages (bounded by the source's per-partition budgets), starts a lease
     extender over their ack ids, calls the processor, then acks every ack id the processor
     did not hand back, and nacks the ones it did (redelivered at once); the ones it hands
     back for later (``HandBack.later``) get that ack deadline instead (redelivered then). If the processor
@@ -37,7 +39,6 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import structlog
 from plowline_core.errors import PlowlineError
-from pyspark.sql import DataFrame, Row
 
 from plowline_loader.source.delivery import Delivery
 from plowline_loader.source.lease import LeaseExtender
@@ -178,28 +179,3 @@ def _ack_ids_by_subscription(rows: list[_D]) -> dict[str, list[str]]:
     for row in rows:
         grouped[row.subscription].append(row.ack_id)
     return dict(grouped)
-
-
-def _discard(settlement: Settlement) -> None:
-    """foreachPartition wants a function returning nothing (its count is logged already)."""
-
-
-def acking_batch_writer(
-    process: PartitionProcessor[Row],
-    *,
-    emulator_host: str | None = None,
-    ack_deadline_s: int = 60,
-    lease_interval_s: float = 20.0,
-) -> Callable[[DataFrame, int], None]:
-    """Return a ``foreachBatch`` function that runs ``AckingPartition`` on every partition.
-
-    Notes:
-        It runs exactly one action on the micro-batch DataFrame: a second action would
-        re-run the source's ``read()`` and pull other messages.
-    """
-    acking = AckingPartition[Row](process, emulator_host, ack_deadline_s, lease_interval_s)
-
-    def write_batch(frame: DataFrame, batch_id: int) -> None:
-        frame.foreachPartition(lambda rows: _discard(acking(rows)))
-
-    return write_batch

@@ -5,7 +5,7 @@ Notes:
     without pulling in a client (the worker daemon preloads the clients itself, before it
     forks and before any channel exists: ``worker_daemon``).
     The processing source hands the pulled messages themselves to the partition function
-    (issue 17: one object per message from the pull to the pipeline); exactly-once mode
+    (one object per message from the pull to the batch, for the CPU per event); exactly-once mode
     reads the ``pubsub`` source's rows, each made the same ``PulledMessage``
     (``pulled_of_row``), so the tasks' code has one shape of message to handle.
 """
@@ -39,8 +39,8 @@ class PulledMessage(NamedTuple):
 
     Notes:
         A named tuple: built for every pulled message, in a third of a frozen dataclass's
-        time (issue 17). It is the only object made per message between the pull and the
-        pipeline: the pipeline reads it as its inbound message (``pipeline.Message``), the
+        time, and made once per message. It is the only object made per message between the pull and the
+        pipeline: the pipeline reads it as its inbound message (``batch.message.Message``), the
         acking partition as a ``Delivery``; the publish time stays an
         integer until a size violation or a latency needs it.
     """

@@ -13,11 +13,11 @@ hands it to ``process`` in the same task, and yields one row per result (``repor
 pickled result). The micro-batch's one action is then a ``collect()`` of those reports.
 
 Notes:
-    Why (issue 4): with the plain source, the rows travel from the Python worker that read
+    Why (resident memory and CPU): with the plain source, the rows travel from the Python worker that read
     them to the JVM as Arrow, and from the JVM to a second Python worker (the
     ``mapPartitions`` function) as pickled rows. Here they never leave the worker that
     pulled them: one Python worker per running task instead of two, and no conversion:
-    the pulled message itself is what the function reads (issue 17: no row dict and no
+    the pulled message itself is what the function reads (no row dict and no
     datetime per message).
     Every guarantee of ``pubsub`` and ``AckingPartition`` holds unchanged: the same pull
     budgets, receipt extensions, leases, ack-after-durable and nack-on-failure. The
@@ -61,7 +61,7 @@ class ProcessingStreamReader(PubSubStreamReader):
         only: the planning processes (create, plan, the streaming runner: one Python
         process each, in series before the first batch) then never import what it
         needs (the transform, the Google clients), which made up a third of their
-        start-up CPU (issue 17).
+        start-up CPU.
     """
 
     def __init__(self, options: PubSubSourceOptions, process_blob: bytes) -> None:

@@ -7,7 +7,7 @@ Usage::
               .option("subscription", "projects/p/subscriptions/s")
               .option("emulatorHost", "127.0.0.1:8085")      # omit for Google
               .load())
-    stream.writeStream.foreachBatch(acking_batch_writer(process)).start()
+    stream.writeStream.foreachBatch(write_batch).start()  # e.g. AckingPartition per partition
 
 Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pretend to):
 

@@ -8,7 +8,7 @@ Notes:
     Google errors leave this module as plowline errors (``TransientError`` and so on),
     transient ones only after each call retried them for ``RETRY_FOR_S``.
     Requests are raw protobuf messages in their proto-plus wrapper (``_request``): from a
-    dict, proto-plus converts every ack id on its own, ~1.6 µs each (issue 17), paid at
+    dict, proto-plus converts every ack id on its own, ~1.6 µs each, paid at
     receipt, on every lease extension and at the ack.
 """
 

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 
+from plowline_core.messages import encode_types
+from plowline_core.ports import Publisher
 from plowline_core.schema.entity import ColumnMode, EntityType
 from plowline_core.schema.field import Field
 from plowline_core.schema.names import column_name
@@ -101,3 +103,21 @@ class TypeTracker:
             names = frozenset(field.name.lower() for field in table)
             self._table_names = (table, names)
         return names
+
+
+def announce(
+    tracker: TypeTracker, topic: Publisher, types: Sequence[EntityType], now: datetime
+) -> int:
+    """Publish ``types`` as one types message, remember them as published; return how many."""
+    if not types:
+        return 0
+    topic.publish([encode_types(types)])
+    tracker.mark_published(types, now)
+    return len(types)
+
+
+def distinct_types(sets: Iterable[frozenset[EntityType]]) -> set[EntityType]:
+    """Return the union of ``sets``, each distinct set (by identity) read once."""
+    # Rows share their type sets (the row builder caches them): union each set once.
+    distinct = {id(types): types for types in sets}
+    return set().union(*distinct.values()) if distinct else set()

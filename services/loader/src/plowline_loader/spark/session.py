@@ -6,22 +6,22 @@ Notes:
     Python workers run the interpreter that builds the session, so they import the same
     plowline packages. ``SPARK_LOCAL_IP`` is set (if unset) before the JVM starts because
     the JVM reads it from its environment, not from the Spark conf.
-    Resident memory (issue 4): the driver heap is capped (``driver_memory``) and the serial
+    Resident memory (the loader fits a small pod): the driver heap is capped (``driver_memory``) and the serial
     collector hands freed heap back to the OS. Python workers stay forked from
     ``pyspark.daemon`` and reused between tasks, so each keeps its clients: without the
     daemon Spark stops a worker after every task.
-    Launchers (issue 13): under ``spark-submit`` (the Spark operator's driver, a standalone
+    Launchers (one image for every deployment): under ``spark-submit`` (the Spark operator's driver, a standalone
     cluster, YARN/Dataproc) the JVM is started before this code runs, with the master,
     driver host, bind address, driver memory and Python the launcher chose; settings made on
     the builder would override them (docs/local-stack.md), pinning every deployment to local
     mode on loopback. So with ``launcher=True`` none of those keys is set here. PySpark
     itself tells the two cases apart the same way: the launcher hands the Python driver its
     gateway in ``PYSPARK_GATEWAY_PORT``.
-    Start-up (issue 17): with ``class_archive`` the driver JVM maps its classes from an
-    AppCDS archive (``class_archive.py``) instead of loading them. A plain run without
+    Start-up (seconds to the first row): with ``class_archive`` the driver JVM maps its classes from an
+    AppCDS archive (``class_archive``) instead of loading them. A plain run without
     ``SPARK_HOME`` runs Spark from a home without the zipped pyspark (``spark_home``), so
     the Python processes Spark starts import the installed, compiled pyspark. pyspark's
-    NumPy converters are asked only once NumPy is loaded (``gateway``): the driver does
+    NumPy converters are asked only once NumPy is loaded (``converters``): the driver does
     not import pandas.
 """
 
@@ -37,10 +37,9 @@ import pyspark
 from plowline_core.errors import ConfigError
 from pyspark.sql import SparkSession
 
-from plowline_loader.class_archive import archive_option
-from plowline_loader.gateway import ask_numpy_converters_lazily
 from plowline_loader.source.pubsub_source import register_pubsub_source
-from plowline_loader.spark_home import spark_home_for
+from plowline_loader.spark.converters import ask_numpy_converters_lazily
+from plowline_loader.spark.spark_home import spark_home_for
 
 # C1 only needs a small code cache. A small young generation: the eden is touched in full
 # between collections, and little survives a micro-batch. The free-ratio bounds let
@@ -49,7 +48,7 @@ _JVM_OPTIONS = (
     "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -Xmn48m"
     " -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 )
-WORKER_DAEMON = "plowline_loader.worker_daemon"
+WORKER_DAEMON = "plowline_loader.spark.worker_daemon"
 """The executors' Python worker daemon (``worker_daemon``: pyspark's, preloaded)."""
 LOCAL_MASTER = "local[*]"
 """The master of a plain ``plowline-loader run`` or ``backfill`` (no launcher, no --master)."""
@@ -86,7 +85,7 @@ def spark_conf(settings: SparkSettings) -> dict[str, str]:
         "spark.python.daemon.module": WORKER_DAEMON,
         # Local paths (a laptop's checkpoint, backfill files) without Hadoop's .crc side
         # files: every micro-batch writes two checkpoint files, and the checksummed file
-        # system took 70-240 ms a batch doing it (issue 4). gs:// paths are unaffected.
+        # system took 70-240 ms a batch doing it. gs:// paths are unaffected.
         "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
     }
@@ -116,6 +115,27 @@ def _deployment_conf(settings: SparkSettings) -> dict[str, str]:
         conf["spark.driver.host"] = settings.bind_address
         conf["spark.driver.bindAddress"] = settings.bind_address
     return conf
+
+
+def archive_option(path: str | None) -> str:
+    """Return the JVM option that maps the archive at ``path`` ("" when there is none).
+
+    Raises:
+        ConfigError: the path holds whitespace (Spark splits the JVM options on it).
+    """
+    if path is None:
+        return ""
+    check_archive_path(path)
+    return f"-XX:SharedArchiveFile={path}" if Path(path).is_file() else ""
+
+
+def check_archive_path(path: str) -> None:
+    """Refuse a class archive path the JVM options cannot carry (whitespace, quotes)."""
+    if any(char.isspace() or char in "'\"\\" for char in path):
+        raise ConfigError(
+            f"--class-archive {path!r}: choose a path without spaces or quotes "
+            "(the JVM option that names it is split on them)"
+        )
 
 
 def launched_by_spark_submit() -> bool:
@@ -198,7 +218,7 @@ def build_spark_session(settings: SparkSettings | None = None) -> SparkSession:
     settings = settings or SparkSettings()
     if not settings.launcher:
         _set_jvm_environment(settings)
-    ask_numpy_converters_lazily()  # else the first JVM call imports pandas (``gateway``)
+    ask_numpy_converters_lazily()  # else the first JVM call imports pandas (``converters``)
     builder = SparkSession.builder
     for key, value in spark_conf(settings).items():
         builder = builder.config(key, value)

@@ -70,3 +70,7 @@ def missing_schemas(bad: IgluErrorRow) -> tuple[str, ...]:
         if isinstance(error, dict) and error.get("error") == "ResolutionError":
             keys.append(str(failure.get("schemaKey")))
     return tuple(keys)
+
+
+NO_HOLD = SchemaHold()
+"""No hold: an event whose schema is missing is a bad row at once (the default)."""

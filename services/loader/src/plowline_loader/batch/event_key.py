@@ -1,4 +1,4 @@
-"""What the loader adds to ``ExactlyOnceSink`` so that an event id is written once per micro-batch.
+"""The exactly-once shuffle key: every copy of an event id, in any spelling, reaches one task.
 
 The sink's ledger recognises an event committed by an *earlier* batch. Two copies of one
 message in the *same* micro-batch are a different case: Pub/Sub redelivers a message
@@ -14,8 +14,9 @@ id (``decode_uuid``: lower case); a key on the raw text sent ``ABC…`` and ``ab
 tasks, where both committed.
 
 Notes:
-    Spark-free (the composition root imports it). Keying adds one shuffle but no action:
-    the source is still read once.
+    Pure; the driver keys by ``streaming.key_column``, the same key as a Spark
+    expression, held to this by a test on real Spark. Keying adds one shuffle but no
+    action: the source is still read once.
     The event id is cut from the TSV line by position; a line with fewer fields is keyed
     by its whole text, without decoding it (see ``by_event_id``: nothing in the key may
     raise under Spark's ANSI mode); such lines become bad rows in their task. Not covered: two
@@ -24,14 +25,7 @@ Notes:
 
 from __future__ import annotations
 
-from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.event.fields import ENRICHED_FIELDS
-
-__all__ = [
-    "EVENT_ID_INDEX",
-    "DistinctRowSink",
-    "event_id_key",
-]  # DistinctRowSink: the repeater's too
 
 EVENT_ID_INDEX = [field.name for field in ENRICHED_FIELDS].index("event_id")
 

@@ -15,7 +15,7 @@ publish time (see Notes):
 
 Notes:
     Pure. A size violation is stamped with ``at``, the moment its message was published
-    (``InboundMessage.publish_time``; the batch's start only for a file, which has none),
+    (``Message.publish_time_us``; the batch's start only for a file, which has none),
     never the clock: every delivery of a message then yields the same bytes, so a copy
     republished after a redelivery or a crash is recognised by any consumer comparing
     bytes (plowline's dead-letter writer also ignores the moments a failure records,
@@ -36,7 +36,7 @@ from plowline_core.messages import encode_failed_insert
 from plowline_core.ports import InsertFailure
 from plowline_core.transform.row import TransformedRow
 
-from plowline_loader.failed_events import FailedEventStyle, oversized_failed_event
+from plowline_loader.batch.failed_events import FailedEventStyle, oversized_failed_event
 
 BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
 PUBSUB_REQUEST_BYTES = 10_000_000  # the Pub/Sub client refuses a bigger publish request

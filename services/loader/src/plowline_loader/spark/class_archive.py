@@ -1,7 +1,7 @@
 """The driver JVM's class archive: Spark's classes loaded once, mapped by every later start.
 
 A JVM spends most of its start loading, parsing and verifying classes: about 4 of the
-6-7 CPU-seconds the loader's JVM took before its first row (issue 17). Java's class data
+6-7 CPU-seconds the loader's JVM took before its first row. Java's class data
 sharing (AppCDS, JDK 13+) dumps the classes a run loaded into an archive; a JVM started
 with ``-XX:SharedArchiveFile`` maps them instead, already parsed and verified.
 
@@ -32,32 +32,14 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import LongType, StructField, StructType
 
+from plowline_loader.spark.session import SparkSettings, build_spark_session, check_archive_path
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _FORMAT = "plowline-class-archive"
 _SCHEMA = StructType([StructField("n", LongType(), False)])
 _JVM_EXIT_S = 300.0
-
-
-def archive_option(path: str | None) -> str:
-    """Return the JVM option that maps the archive at ``path`` ("" when there is none).
-
-    Raises:
-        ConfigError: the path holds whitespace (Spark splits the JVM options on it).
-    """
-    if path is None:
-        return ""
-    _check_path(path)
-    return f"-XX:SharedArchiveFile={path}" if Path(path).is_file() else ""
-
-
-def _check_path(path: str) -> None:
-    if any(char.isspace() or char in "'\"\\" for char in path):
-        raise ConfigError(
-            f"--class-archive {path!r}: choose a path without spaces or quotes "
-            "(the JVM option that names it is split on them)"
-        )
 
 
 class _OneBatchReader(DataSourceStreamReader):
@@ -108,9 +90,7 @@ def write_class_archive(path: Path, extra_conf: dict[str, str] | None = None) ->
         ConfigError: ``path`` cannot hold the archive (spaces, or its directory is missing).
         RuntimeError: the JVM exited without writing a complete archive.
     """
-    from plowline_loader.spark import SparkSettings, build_spark_session
-
-    _check_path(str(path))
+    check_archive_path(str(path))
     if not path.parent.is_dir():
         raise ConfigError(f"class archive: directory {path.parent} does not exist")
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")

@@ -6,7 +6,7 @@ registered in ``py4j.protocol.INPUT_CONVERTER``; pyspark registers two for NumPy
 ``pyspark.testing.utils`` to learn whether NumPy is installed, and that module imports
 pandas, pyarrow and NumPy: ~0.4 CPU-s in the driver, on the start's critical path, at the
 session's first JVM call (``SparkConf``), for a driver that never hands the JVM a NumPy
-value (issue 17).
+value.
 
 ``ask_numpy_converters_lazily()`` wraps each of them in place: the wrapper asks the
 wrapped converter only when NumPy is already imported and otherwise answers no. The

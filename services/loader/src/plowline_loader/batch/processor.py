@@ -10,14 +10,12 @@
     bad row         the line did not parse or its entities did not validate, or the row,
                     its bad row or its failed insert is over a size limit
                     (``size_violation``), or it is a compressed batch's oversized record
-                    or corruption (``compressed_input.FailedRecord``): badRows topic
+                    or corruption (``failed_events.FailedRecord``): badRows topic
 
-A message here is one event: a compressed batch arrives opened into its records
-(``compressed_input``), each one message with its delivery's ack id.
-
-and announces on the types topic the entity types whose column the table lacks.
-
-The size rules (what a row, a bad row and a failed insert may weigh) are ``limits``'s.
+and announces on the types topic the entity types whose column the table lacks
+(``announcements``). A message is one event: a compressed batch arrives opened into its
+records (``compressed_input``), each with its delivery's ack id. What a row, a bad row
+and a failed insert may weigh is ``sizes``'s.
 
 Notes:
     Pure over the ports: no Spark, no Google, the time comes from the injected clock.
@@ -35,18 +33,17 @@ Notes:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from enum import Enum
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import structlog
 from plowline_core.badrows import BadRow, Processor
 from plowline_core.errors import PermanentError, PlowlineError, TransientError
 from plowline_core.event.model import EnrichedEvent
 from plowline_core.event.parser import parse_bytes
-from plowline_core.messages import encode_types
 from plowline_core.ports import (
     Clock,
     HandOverLog,
@@ -60,61 +57,29 @@ from plowline_core.ports import (
 from plowline_core.schema.entity import EntityType
 from plowline_core.transform.row import RowBuilder, TransformedRow
 
-from plowline_loader.compressed_input import FailedRecord, failed_record_bad_row
-from plowline_loader.failed_events import FailedEventStyle, runtime_error
-from plowline_loader.limits import Limits, SizeChecks, iso_stamp
-from plowline_loader.outcome import AccountingError, BatchOutcome, PartlyDelivered, check_accounts
-from plowline_loader.schema_hold import SchemaHold
-
-__all__ = [
-    "AccountingError",
-    "BatchOutcome",
-    "BatchProcessor",
-    "Destinations",
-    "InboundMessage",
-    "Limits",
-    "Message",
-    "PartlyDelivered",
-    "PreparedBatch",
-]
-from plowline_loader.types import TypeTracker
+from plowline_loader.batch.announcements import TypeTracker, announce, distinct_types
+from plowline_loader.batch.failed_events import (
+    FailedEventStyle,
+    FailedRecord,
+    failed_record_bad_row,
+    runtime_error,
+)
+from plowline_loader.batch.message import (
+    InboundMessage,
+    Message,
+    collector_latencies,
+    publish_latencies,
+    violation_time,
+)
+from plowline_loader.batch.outcome import (
+    BatchOutcome,
+    PartlyDelivered,
+    check_accounts,
+)
+from plowline_loader.batch.schema_hold import NO_HOLD, SchemaHold
+from plowline_loader.batch.sizes import Limits, SizeChecks, iso_stamp
 
 _log = structlog.get_logger(__name__)
-
-NO_HOLD = SchemaHold()
-
-
-class Message(Protocol):
-    """What the pipeline reads of a message: an ``InboundMessage``, or a pulled Pub/Sub message.
-
-    Notes:
-        Pulled messages are read as they are (``source.subscription.PulledMessage``): no
-        second object per message (issue 17). The publish time is microseconds since the
-        epoch, made a ``datetime`` only where one is needed (a size violation's stamp).
-    """
-
-    @property
-    def data(self) -> bytes:
-        """The enriched TSV line."""
-        ...
-
-    @property
-    def message_id(self) -> str:
-        """The message's id (a file's line: ``path:number``)."""
-        ...
-
-    @property
-    def publish_time_us(self) -> int | None:
-        """When Pub/Sub accepted it, in µs since the epoch (None for a line from a file)."""
-        ...
-
-
-class InboundMessage(NamedTuple):
-    """One enriched TSV line as it arrived (``publish_time_us`` is None for files)."""
-
-    data: bytes
-    message_id: str
-    publish_time_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +282,7 @@ class BatchProcessor:
         for message in messages:
             if type(message) is FailedRecord:
                 failed = self._failed_record(message, now)
-                encoded, code = sizes.bad_row(failed, message.data, _stamp(message, now))
+                encoded, code = sizes.bad_row(failed, message.data, violation_time(message, now))
                 bad_rows.append(encoded)
                 bad_messages.append(message)
                 codes[code] += 1
@@ -326,7 +291,9 @@ class BatchProcessor:
             if isinstance(result, TransformedRow):
                 oversized = None
                 if sizes.may_be_oversized(message.data):
-                    oversized = sizes.oversized_row(result, message.data, _stamp(message, now))
+                    oversized = sizes.oversized_row(
+                        result, message.data, violation_time(message, now)
+                    )
                 if oversized is None:
                     goods.append(_Good(Row(result.event_id, result.data), message, result.types))
                     continue
@@ -336,7 +303,7 @@ class BatchProcessor:
                 held.append(message)
                 held_schemas.update(missing)
                 continue
-            encoded, code = sizes.bad_row(result, message.data, _stamp(message, now))
+            encoded, code = sizes.bad_row(result, message.data, violation_time(message, now))
             bad_rows.append(encoded)
             bad_messages.append(message)
             codes[code] += 1
@@ -344,7 +311,7 @@ class BatchProcessor:
 
     def _failed_record(self, record: FailedRecord, now: datetime) -> BadRow:
         """Return the failed event of a compressed batch's oversized record or corruption."""
-        stamp = iso_stamp(_stamp(record, now))
+        stamp = iso_stamp(violation_time(record, now))
         limit = self._sizes.limits.max_bad_row_bytes
         return failed_record_bad_row(record.failure, record.data, stamp, limit, self._processor)
 
@@ -363,7 +330,7 @@ class BatchProcessor:
         sources = {id(good.row): good.message for good in goods} if failures else {}
         for failure in failures:
             message = sources.get(id(failure.row), InboundMessage(b"", ""))
-            stamp = _stamp(message, now)
+            stamp = violation_time(message, now)
             error = None
             if self._style is FailedEventStyle.LOADER_2X:
                 error = runtime_error(failure, message.data)
@@ -383,10 +350,11 @@ class BatchProcessor:
         return refused
 
     def _publish_missing_types(self, goods: Sequence[_Good], now: datetime) -> int:
-        types = _distinct_types(good.types for good in goods)
+        types = distinct_types(good.types for good in goods)
         if not types:
             return 0
-        return self._publish_types(self._tracker.missing(types, self._to.schema.fields(), now), now)
+        missing = self._tracker.missing(types, self._to.schema.fields(), now)
+        return announce(self._tracker, self._to.types, missing, now)
 
     def _publish_implicated_types(
         self, goods: Sequence[_Good], failures: Sequence[InsertFailure], now: datetime
@@ -396,15 +364,9 @@ class BatchProcessor:
             return 0
         columns = {str(f.location).split(".", 1)[0] for f in unknown}
         refused = {id(f.row) for f in unknown}
-        types = _distinct_types(good.types for good in goods if id(good.row) in refused)
-        return self._publish_types(self._tracker.implicated(types, columns, now), now)
-
-    def _publish_types(self, types: Sequence[EntityType], now: datetime) -> int:
-        if not types:
-            return 0
-        self._to.types.publish([encode_types(types)])
-        self._tracker.mark_published(types, now)
-        return len(types)
+        types = distinct_types(good.types for good in goods if id(good.row) in refused)
+        implicated = self._tracker.implicated(types, columns, now)
+        return announce(self._tracker, self._to.types, implicated, now)
 
     def _outcome(
         self,
@@ -430,52 +392,8 @@ class BatchProcessor:
             duration_s=(self._clock.now() - started).total_seconds(),
             bad_by_code=dict(bad_by_code),
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
-            collector_latency_s=_collector_latencies(landed, inserted_at),
-            publish_latency_s=_publish_latencies(landed, inserted_at),
+            collector_latency_s=collector_latencies((good.row for good in landed), inserted_at),
+            publish_latency_s=publish_latencies((good.message for good in landed), inserted_at),
             held_ids=frozenset(message.message_id for message in batch.held),
             held_schemas=frozenset(batch.held_schemas),
         )
-
-
-def _distinct_types(sets: Iterable[frozenset[EntityType]]) -> set[EntityType]:
-    # Rows share their type sets (the row builder caches them): union each set once.
-    distinct = {id(types): types for types in sets}
-    return set().union(*distinct.values()) if distinct else set()
-
-
-def _collector_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[float, ...]:
-    out: list[float] = []
-    for good in landed:
-        stamp = good.row.data.get("collector_tstamp")
-        if isinstance(stamp, str):
-            try:
-                collected = datetime.fromisoformat(stamp)
-            except ValueError:
-                continue
-            out.append((inserted_at - _aware(collected)).total_seconds())
-    return tuple(out)
-
-
-def _publish_latencies(landed: Sequence[_Good], inserted_at: datetime) -> tuple[float, ...]:
-    inserted_us = (_aware(inserted_at) - _EPOCH) // _MICROSECOND
-    published = (good.message.publish_time_us for good in landed)
-    return tuple((inserted_us - us) / 1e6 for us in published if us is not None)
-
-
-def _stamp(message: Message, now: datetime) -> datetime:
-    """Return the time a size violation of ``message`` carries: its publish time, else ``now``.
-
-    Notes:
-        The publish time is the same on every delivery, so the bad row's bytes are too
-        (``limits``); only a line read from a file, which has none, is stamped ``now``.
-    """
-    published = message.publish_time_us
-    return now if published is None else _EPOCH + timedelta(microseconds=published)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment

@@ -7,7 +7,7 @@ that zip inside the installed package, beside the same modules unzipped: with
 ``SPARK_HOME`` the package (what pyspark's launcher sets), each of those processes
 imported pyspark from the zip, where Python keeps no bytecode, so each compiled every
 pyspark module it imported, 0.3-0.5 CPU-s per process, about a third of the CPU before
-the first row (issue 17).
+the first row.
 
 ``spark_home_for(package, cache)`` returns a directory holding two links, ``bin`` and
 ``jars``, to the package's: ``spark-submit`` and the JVM find what they need, and the

@@ -6,7 +6,7 @@ one, and the fork imports ``pyspark.worker``, then unpickles the task's function
 imports the loader (the source, the partition function, the transform), and builds its
 processor, which imports the Google clients (BigQuery pulls in pandas and pyarrow,
 Pub/Sub gRPC). Every fork did those imports again: ~0.3 CPU-s per worker for the loader,
-~0.5 more for the clients, before its first task (issue 17). Here the daemon imports them
+~0.5 more for the clients, before its first task. Here the daemon imports them
 once, before its first fork, and every worker starts with them.
 
 Notes:
