@@ -3,7 +3,7 @@
 Run: ``uv run python bench/loader_compare.py --baseline CHECKOUT [--rounds 2] [--events 60000]
 [--rate 1000] [--seconds 90]``
 
-Issue 17 asks that cutting the loader's CPU costs nothing in publish → row latency at 1,000
+The goal: cutting the loader's CPU costs nothing in publish → row latency at 1,000
 events/s nor in memory (PSS ≤ 1.5 GiB). ``bench/loader.py`` measures both for the checkout
 it is run from; figures from two separate runs differ by the machine's load more than by the
 code. This script runs ``bench/loader.py`` of each checkout with that checkout's own

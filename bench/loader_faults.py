@@ -2,7 +2,7 @@
 
 Run: ``uv run python bench/loader_faults.py [--faults FILE] [--events 40000]
 [--max-messages N] [--rounds 2] [--mode streaming-inserts|write-api-default]`` (default plan: ``examples/faults-1pct.toml``, 1% of
-BigQuery and Pub/Sub calls failing; issue 14's goal: faulty / kind >= 0.8).
+BigQuery and Pub/Sub calls failing; the goal: faulty / kind >= 0.8).
 
 Runs each plan ``--rounds`` times, ordered none, faults, then faults, none, ... (so what
 the machine does meanwhile weighs on both alike), each on a fresh local stack with the

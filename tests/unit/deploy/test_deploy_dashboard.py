@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 SERVICES = {"loader": 8083, "mutator": 8080, "repeater": 8082, "deadletter": 8081}
-#: Issue 16's list of what the dashboard shows, each with a metric that must feed it.
+#: What the dashboard must show, each with a metric that must feed it.
 SHOWS = {
     "events in": "plowline_loader_events_in_total",
     "rows": "plowline_loader_good_total",

@@ -18,7 +18,7 @@ Notes:
     A 2.x config (column mode ``major``) gets 2.x's failed events (``failed_events``).
     The resolver config travels as its JSON text plus the directory that relative
     embedded repositories are resolved against (which must exist on every executor).
-    Memory (issue 4): the Google client modules are imported when a processor is built,
+    Memory (a loader pod's PSS budget): the Google client modules are imported when a processor is built,
     not with this module, so the driver and the source's reader processes never load them.
     A Snowplow 2.x config brings 2.x's settings (``read_config``), and the driver creates
     2.x's table when it is missing (``create_v2_table``), as loader 2.x does at start.
@@ -268,7 +268,7 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
     from plowline_cloud.write_api_pending import ExactlyOnceSink
 
     sink = build_row_sink(config, client, schema)
-    # Whole batches in whole Publish requests (bad rows, failed inserts, types: issue 17).
+    # Whole batches in whole Publish requests (bad rows, failed inserts, types: fewer, larger requests cost less CPU).
     publisher = publish_api_client(config.pubsub_emulator_host)
     destinations = Destinations(
         schema=schema,

@@ -12,7 +12,7 @@ Real BigQuery (``tables.insert``, ``tables.patch``, ``tables.update``) answers H
 
 bqemulator 1.4.0 accepts an over-long name into its catalog, and works through a schema
 of 10,001 columns column by column until the client gives up. The mutator must get the
-refusal BigQuery gives to report the one column at fault and add the others (issue 15.3).
+refusal BigQuery gives to report the one column at fault and add the others.
 Changes to existing fields (retyped, dropped, narrowed) are ``table-schema-rules``.
 """
 

@@ -44,7 +44,7 @@ from plowline_devstack.demo.chaos import ChaosReport
 from plowline_devstack.demo.write_modes import INSERT_ID_WINDOW_S
 
 SETTLE_GOAL_S = 60.0
-"""Issue 14's goal for the settle time; a figure of the run, not part of its verdict (the
+"""The settle time the chaos run aims for; a figure of the run, not part of its verdict (the
 settle timeout is): on a loaded machine a restart alone can take longer."""
 
 

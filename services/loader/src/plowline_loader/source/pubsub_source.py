@@ -54,7 +54,7 @@ probe delivery), and never filter rows out before the acking sink (a dropped row
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
 
-Memory (issue 4): pyarrow and the Pub/Sub client are imported where they are used, so
+Memory (a loader pod's PSS budget): pyarrow and the Pub/Sub client are imported where they are used, so
 Spark's planner workers, which only unpickle the data source, do not load them.
 """
 
