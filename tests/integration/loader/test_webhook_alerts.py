@@ -7,11 +7,8 @@ any other error alerts nothing, and heartbeats flow while the loader is ready.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +17,7 @@ from plowline_core.webhook import ALERT_SCHEMA, HEARTBEAT_SCHEMA
 from plowline_loader.health import Readiness
 from plowline_loader.run_command import _start_webhook
 from plowline_loader.settings import LoaderSettings
+from support.webhook import webhook_receiver
 
 TABLE_MISSING = (
     "Py4JJavaError: An error occurred while calling o77.collect.\n"
@@ -31,22 +29,8 @@ TABLE_MISSING = (
 @pytest.fixture
 def received() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A receiver on 127.0.0.1: its URL and the payloads it got."""
-    got: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", got
-    server.shutdown()
-    server.server_close()
+    with webhook_receiver() as receiver:
+        yield receiver
 
 
 def _wait(got: list[dict[str, Any]], schema: str, count: int) -> None:

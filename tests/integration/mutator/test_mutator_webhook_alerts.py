@@ -6,12 +6,10 @@ The listener runs over an in-memory table; the sender is the one ``build_runtime
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -34,6 +32,7 @@ from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from plowline_mutator.settings import MutatorSettings
+from support.webhook import webhook_receiver
 
 ATOMIC = (Field("event_id", FieldType.STRING, Mode.REQUIRED),)
 CLICK = EntityType(
@@ -45,22 +44,8 @@ SCHEMAS = {CLICK.schema: {"type": "object", "properties": {"a": {"type": "string
 @pytest.fixture
 def received() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A receiver on 127.0.0.1: its URL and the payloads it got."""
-    got: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", got
-    server.shutdown()
-    server.server_close()
+    with webhook_receiver() as receiver:
+        yield receiver
 
 
 def _listener(url: str, table: tuple[Field, ...]) -> tuple[TypesListener, InMemoryTableSchemaStore]:

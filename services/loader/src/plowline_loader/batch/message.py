@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple, Protocol
 
+from plowline_core.event.latency import collector_latency_s
 from plowline_core.ports import Row
 
 
@@ -67,16 +68,8 @@ def collector_latencies(rows: Iterable[Row], inserted_at: datetime) -> tuple[flo
     Notes:
         A row whose ``collector_tstamp`` is missing or not an ISO timestamp is left out.
     """
-    out: list[float] = []
-    for row in rows:
-        collected_at = row.data.get("collector_tstamp")
-        if isinstance(collected_at, str):
-            try:
-                collected = datetime.fromisoformat(collected_at)
-            except ValueError:
-                continue
-            out.append((inserted_at - _aware(collected)).total_seconds())
-    return tuple(out)
+    latencies = (collector_latency_s(row.data, inserted_at) for row in rows)
+    return tuple(latency for latency in latencies if latency is not None)
 
 
 def publish_latencies(messages: Iterable[Message], inserted_at: datetime) -> tuple[float, ...]:
