@@ -49,7 +49,7 @@ from plowline_loader.batch.message import InboundMessage
 from plowline_loader.batch.processor import BatchProcessor
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.partition import StreamingPartition
-from plowline_loader.source.pubsub_source import PubSubPartition, pull_bounded
+from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 from plowline_loader.spark import worker_heap
 
 sys.path.insert(0, str(Path(__file__).parent))

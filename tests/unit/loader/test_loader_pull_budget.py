@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from plowline_loader.source.pubsub_source import (
+from plowline_loader.source.pulls import (
     MAX_MESSAGE_BYTES,
     PULL_CEILING_BYTES,
     PubSubPartition,

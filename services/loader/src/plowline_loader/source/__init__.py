@@ -1,6 +1,7 @@
 """Pub/Sub as a Spark Structured Streaming source, and acking a task's deliveries once durable.
 
 pubsub_source   the ``pubsub`` data source (driver-side offsets, executor-side pulls)
+pulls           a partition's descriptor and its bounded pulls (both sources)
 processing      the source whose ``read()`` runs the loader's partition function
 subscription    one subscription's pull, ack, nack and modack calls (GAPIC)
 lease           extending the ack deadline of a task's deliveries while it works

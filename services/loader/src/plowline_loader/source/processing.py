@@ -38,11 +38,10 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from plowline_loader.source.pubsub_source import (
     PubSubDataSource,
-    PubSubPartition,
     PubSubSourceOptions,
     PubSubStreamReader,
-    pull_bounded,
 )
+from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 
 if TYPE_CHECKING:
     from plowline_loader.source.delivery import PulledMessage
