@@ -128,11 +128,27 @@ class Publisher(Protocol):
 
 
 class ReceivedMessage(Protocol):
-    """A message pulled from a subscription that the consumer settles once its outcome is durable."""
+    """A message received from a subscription, settled by its consumer once its outcome is durable.
+
+    Notes:
+        The id and the publish time are Pub/Sub's, the same on every redelivery: the
+        repeater's backoff counts from the publish time, the dead-letter writer names its
+        objects by the id.
+    """
 
     @property
     def data(self) -> bytes:
         """The message payload."""
+        ...
+
+    @property
+    def message_id(self) -> str:
+        """The id Pub/Sub gave the message when it was published."""
+        ...
+
+    @property
+    def publish_time(self) -> datetime:
+        """When Pub/Sub accepted the message (timezone-aware UTC)."""
         ...
 
     def ack(self) -> None:
@@ -141,24 +157,6 @@ class ReceivedMessage(Protocol):
 
     def nack(self) -> None:
         """Give back for redelivery now."""
-        ...
-
-
-class TimedMessage(ReceivedMessage, Protocol):
-    """A received message that also tells when it was first published (stable on redelivery)."""
-
-    @property
-    def publish_time(self) -> datetime:
-        """When Pub/Sub accepted the message (timezone-aware UTC)."""
-        ...
-
-
-class IdentifiedMessage(TimedMessage, Protocol):
-    """A received message that also carries its Pub/Sub message id (stable on redelivery)."""
-
-    @property
-    def message_id(self) -> str:
-        """The id Pub/Sub gave the message when it was published."""
         ...
 
 

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 import structlog
-from plowline_cloud.pubsub import Delivery
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.messages import MessageError, decode_types
+from plowline_core.ports import ReceivedMessage
 from plowline_core.webhook import SetupProblem, alert_message, setup_problem
 
 from plowline_mutator.metrics import MutatorMetrics
@@ -85,7 +85,7 @@ class TypesListener:
         """Cut short any pending retry delay (on shutdown)."""
         self._stopping.set()
 
-    def __call__(self, delivery: Delivery) -> None:
+    def __call__(self, delivery: ReceivedMessage) -> None:
         """Handle one delivery: add its columns, then ack; nack on a failure worth retrying."""
         types = decode_types(delivery.data)
         if isinstance(types, MessageError):
@@ -136,7 +136,7 @@ class TypesListener:
         if self._alerts is not None:
             self._alerts.alert(alert_message(problem, error))
 
-    def _give_back(self, delivery: Delivery, error: TransientError) -> None:
+    def _give_back(self, delivery: ReceivedMessage, error: TransientError) -> None:
         kind = "registry" if isinstance(error, RegistryUnavailable) else "transient"
         # A registry outage is logged where it starts and ends (LoggedOutages), not per message.
         log = _log.debug if kind == "registry" else _log.warning

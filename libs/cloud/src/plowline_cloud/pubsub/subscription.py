@@ -1,9 +1,12 @@
-"""One Pub/Sub subscription as the Spark source sees it: pull, ack, extend, nack.
+"""Pull from one subscription on demand and settle by ack id: pull, ack, modack, nack.
+
+The loader's Spark source pulls through this (``plowline_loader.source``): unary Pull, the
+messages as plain ``PulledMessage`` values, settled later, by ack id, from another task.
 
 Notes:
     ``SubscriberClient`` is neither picklable nor cheap, so every Python process (the
-    driver-side reader process, each executor Python worker) builds one per endpoint on
-    first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
+    loader's driver-side reader process, each executor Python worker) builds one per
+    endpoint on first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
     never a client. A forked child rebuilds its client: gRPC channels do not survive fork.
     Google errors leave this module as plowline errors (``TransientError`` and so on),
     transient ones only after each call retried them for ``RETRY_FOR_S``.
@@ -28,10 +31,10 @@ from google.pubsub_v1.types import (
     PullRequest,
     PullResponse,
 )
+
 from plowline_cloud.clients import subscribe_api_client
 from plowline_cloud.errors import translated
-
-from plowline_loader.source.delivery import PulledMessage
+from plowline_cloud.pubsub.pulled import PulledMessage
 
 # Pub/Sub takes at most 1000 messages per pull; ack/modack requests stay well under the
 # 512 KiB request limit at this many ids.
@@ -40,7 +43,7 @@ _ID_CHUNK = 1000
 _RPC_TIMEOUT_S = 30.0
 RETRY_FOR_S = 30.0
 """How long one call retries transient errors (backoff 0.1 s doubling to 2 s) before it
-raises ``TransientError``; what its caller then does is in ``pubsub_source``."""
+raises ``TransientError``; what the loader then does is in ``plowline_loader.source.pubsub_source``."""
 _TRANSIENT = (
     gexc.ServiceUnavailable,
     gexc.Aborted,
