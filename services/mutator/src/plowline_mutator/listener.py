@@ -31,12 +31,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import structlog
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.messages import MessageError, decode_types
-from plowline_core.ports import ReceivedMessage
+from plowline_core.ports import Alerts, ReceivedMessage
 from plowline_core.webhook import SetupProblem, alert_message, setup_problem
 
 from plowline_mutator.metrics import MutatorMetrics
@@ -46,18 +45,6 @@ _log = structlog.get_logger("plowline.mutator.listener")
 SOURCE = "listener"
 #: Rejections that are setup errors: the table cannot take the column as it is.
 _NOT_ADDED = (Rejection.COLUMN_LIMIT, Rejection.REFUSED)
-
-
-class Alerts(Protocol):
-    """Where setup errors go (``plowline_cloud.webhook.WebhookSender``)."""
-
-    def alert(self, message: str) -> bool:
-        """Send ``message`` once until ``clear``."""
-        ...
-
-    def clear(self) -> None:
-        """Let the alerts already sent be sent again."""
-        ...
 
 
 class TypesListener:
