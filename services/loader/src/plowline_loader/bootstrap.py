@@ -26,8 +26,6 @@ Notes:
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +34,7 @@ import orjson
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.iglu import registries_from_config
+from plowline_cloud.per_process import PerProcess
 from plowline_cloud.pubsub.paths import subscription_path, topic_path
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoaderOptions, LoadKind, WriteStreamKind
@@ -333,22 +332,8 @@ def build_row_sink(
     return row_sink_for(load, clients, bigquery_config.table_ref, schema)
 
 
-_processors: dict[WorkerConfig, tuple[int, BatchProcessor]] = {}
-_processors_lock = threading.Lock()
+processor_for: PerProcess[WorkerConfig, BatchProcessor] = PerProcess(build_processor)
+"""This process's BatchProcessor for a ``WorkerConfig``, built on first use.
 
-
-def processor_for(config: WorkerConfig) -> BatchProcessor:
-    """Return this process's BatchProcessor for ``config``, building it on first use.
-
-    Notes:
-        One per Python worker process: the type tracker's deduplication and the cached
-        table schema live as long as the worker (Spark reuses workers between tasks).
-    """
-    pid = os.getpid()
-    with _processors_lock:
-        cached = _processors.get(config)
-        if cached is not None and cached[0] == pid:
-            return cached[1]
-        processor = build_processor(config)
-        _processors[config] = (pid, processor)
-        return processor
+One per Python worker process: the type tracker's deduplication and the cached table
+schema live as long as the worker (Spark reuses workers between tasks)."""

@@ -17,8 +17,6 @@ Notes:
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
@@ -34,6 +32,7 @@ from google.pubsub_v1.types import (
 
 from plowline_cloud.clients import subscribe_api_client
 from plowline_cloud.errors import translated
+from plowline_cloud.per_process import PerProcess
 from plowline_cloud.pubsub.pulled import PulledMessage
 
 # Pub/Sub takes at most 1000 messages per pull; ack/modack requests stay well under the
@@ -69,25 +68,11 @@ _RETRY = _retry(*_TRANSIENT, gexc.DeadlineExceeded)
 _PULL_RETRY = _retry(*_TRANSIENT)
 
 _Request = TypeVar("_Request", PullRequest, AcknowledgeRequest, ModifyAckDeadlineRequest)
-_clients: dict[str | None, tuple[int, SubscriberClient]] = {}
-_clients_lock = threading.Lock()
+subscriber_for: PerProcess[str | None, SubscriberClient] = PerProcess(subscribe_api_client)
+"""This process's SubscriberClient for an emulator's ``host:port`` (None: Google).
 
-
-def subscriber_for(emulator_host: str | None) -> SubscriberClient:
-    """Return this process's SubscriberClient for ``emulator_host`` (None: Google).
-
-    Notes:
-        The Subscriber API's GAPIC client (``plowline_cloud.clients.subscribe_api_client``),
-        not the streaming one: importing only it saves every Spark Python worker ~1.5 s.
-    """
-    pid = os.getpid()
-    with _clients_lock:
-        cached = _clients.get(emulator_host)
-        if cached is not None and cached[0] == pid:
-            return cached[1]
-        client = subscribe_api_client(emulator_host)
-        _clients[emulator_host] = (pid, client)
-        return client
+The Subscriber API's GAPIC client (``plowline_cloud.clients.subscribe_api_client``), not
+the streaming one: importing only it saves every Spark Python worker ~1.5 s."""
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
