@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from plowline_cloud.bigquery import BigQueryTableSchemaStore
-from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_cloud.clients import bigquery_client, publish_api_client, subscriber_client
 from plowline_cloud.clock import SystemClock
-from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.pubsub.publisher import PubSubPublisher
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver
@@ -83,7 +84,7 @@ def main() -> None:
             )
             subscriber.start(TypesListener(mutator, MutatorMetrics()))
             publisher = PubSubPublisher(
-                publisher_client(endpoints.pubsub_target), stack.topic_path("types")
+                publish_api_client(endpoints.pubsub_target), stack.topic_path("types")
             )
             lags: list[float] = []
             for entity in types:

@@ -24,10 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 from google.cloud import pubsub_v1  # type: ignore[import-untyped]  # no py.typed marker
-from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
-from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_devstack.pubsub import wait_until_ready
 
 PROJECT = "projects/plowline-bench"
@@ -50,9 +48,11 @@ def _free_port() -> int:
 
 def _publish(endpoint: str, topic: str, count: int, payload: bytes) -> float:
     """Publish ``count`` messages; return msg/s."""
-    client = pubsub_v1.PublisherClient(
-        pubsub_v1.types.BatchSettings(max_messages=1000, max_bytes=4 << 20, max_latency=0.02),
-        transport=PublisherGrpcTransport(channel=grpc.insecure_channel(endpoint)),
+    client = publisher_client(
+        endpoint,
+        batch_settings=pubsub_v1.types.BatchSettings(
+            max_messages=1000, max_bytes=4 << 20, max_latency=0.02
+        ),
     )
     started = time.perf_counter()
     futures = [client.publish(topic, payload, seq=str(i)) for i in range(count)]
@@ -76,9 +76,7 @@ def _consume(endpoint: str, subscription: str, count: int) -> float:
             if len(seen) >= count:
                 done.set()
 
-    client = pubsub_v1.SubscriberClient(
-        transport=SubscriberGrpcTransport(channel=grpc.insecure_channel(endpoint))
-    )
+    client = subscriber_client(endpoint)
     flow = pubsub_v1.types.FlowControl(max_messages=2000, max_bytes=100 << 20)
     started = time.perf_counter()
     future = client.subscribe(subscription, callback, flow_control=flow)
@@ -103,12 +101,8 @@ def _run_mode(mode: str, count: int, repeat: int) -> Result:
         try:
             wait_until_ready("127.0.0.1", port, timeout=60)
             endpoint = f"127.0.0.1:{port}"
-            admin = pubsub_v1.PublisherClient(
-                transport=PublisherGrpcTransport(channel=grpc.insecure_channel(endpoint))
-            )
-            subs = pubsub_v1.SubscriberClient(
-                transport=SubscriberGrpcTransport(channel=grpc.insecure_channel(endpoint))
-            )
+            admin = publisher_client(endpoint)
+            subs = subscriber_client(endpoint)
             payload = os.urandom(512).hex().encode()  # 1 KiB
             publish, consume = [], []
             for run in range(repeat):

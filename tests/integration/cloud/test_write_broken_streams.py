@@ -22,13 +22,13 @@ from google.cloud.bigquery_storage_v1 import BigQueryWriteClient
 from google.cloud.bigquery_storage_v1.services.big_query_write.transports.grpc import (
     BigQueryWriteGrpcTransport,
 )
+from plowline_cloud.clients import bigquery_client
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_cloud.write_api_committed import WriteApiRowSink
 from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import probes, servers
 
@@ -82,7 +82,7 @@ def faulty(tmp_path: Path) -> Iterator[Faulty]:
         [*argv, "--faults", str(plan)], servers.BIGQUERY, ports, tmp_path / "bq.log", daemon=False
     )
     endpoints = Endpoints(PROJECT, 0, ports["port"], ports["grpc_port"], 0)
-    bq = bigquery_client(endpoints)
+    bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
     faulty = Faulty(bq, f"127.0.0.1:{ports['grpc_port']}")
     try:
         deadline = time.monotonic() + 30

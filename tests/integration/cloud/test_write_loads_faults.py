@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 from google.cloud import bigquery
+from plowline_cloud.clients import bigquery_client, storage_client
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.clients import bigquery_client, storage_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import probes, servers
 
@@ -110,9 +110,9 @@ def faulty(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Faulty]]:
             )
         bq_endpoints = Endpoints(PROJECT, 0, bq_ports["port"], bq_ports["grpc_port"], 0)
         _ready(started[-1], servers.BIGQUERY, bq_endpoints)
-        bq = bigquery_client(bq_endpoints)
+        bq = bigquery_client(bq_endpoints.project, bq_endpoints.bigquery_url)
         bq.create_dataset("snowplow", exists_ok=True, retry=None)  # type: ignore[arg-type]  # never faulted
-        gcs = storage_client(gcs_endpoints)
+        gcs = storage_client(gcs_endpoints.project, gcs_endpoints.storage_url)
         bucket = gcs.create_bucket(f"b-{uuid.uuid4().hex[:12]}", retry=None).name
         clients.extend([bq, gcs])
         return Faulty(bq, gcs, bucket)

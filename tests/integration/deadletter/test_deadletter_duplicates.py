@@ -20,7 +20,7 @@ import pytest
 from plowline_cloud.clients import publisher_client, storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import Delivery, PubSubSubscriber
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore
 from plowline_core.config import DeadLetterOptions
 from plowline_deadletter.metrics import DeadLetterMetrics
@@ -102,7 +102,7 @@ def test_each_bad_row_is_written_once_under_pubsub_faults(
     )
     deliveries: list[str] = []
 
-    def receive(delivery: Delivery) -> None:
+    def receive(delivery: PubSubReceivedMessage) -> None:
         deliveries.append(delivery.message_id)
         writer.receive(delivery)
 

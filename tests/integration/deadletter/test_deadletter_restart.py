@@ -21,7 +21,7 @@ import pytest
 from plowline_cloud.clients import publisher_client, storage_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import Delivery, PubSubSubscriber
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage, PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore
 from plowline_core.config import DeadLetterOptions
 from plowline_deadletter.lookback import Lookback, recall_at_start
@@ -62,7 +62,7 @@ class Settled:
     write), so the message is delivered again once its lease runs out.
     """
 
-    delivery: Delivery
+    delivery: PubSubReceivedMessage
     ack_lost: bool = False
     settled: str | None = None
 
@@ -138,7 +138,7 @@ def _run(
     received: list[Settled] = []
     subscriber = PubSubSubscriber(channel.subscriber, channel.subscription)
 
-    def receive(delivery: Delivery) -> None:
+    def receive(delivery: PubSubReceivedMessage) -> None:
         settled = Settled(delivery, ack_lost)
         received.append(settled)
         writer.receive(settled)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
-from plowline_devstack.clients import bigquery_client
+from plowline_cloud.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import probes, servers
 from plowline_devstack.stack.lifecycle import LocalStack
@@ -31,7 +31,7 @@ def uncorrected(
     endpoints = Endpoints(local_stack.project, 0, ports["port"], ports["grpc_port"], 0)
     try:
         _wait(server, endpoints)
-        client = bigquery_client(endpoints)
+        client = bigquery_client(endpoints.project, endpoints.bigquery_url)
         client.create_dataset(local_stack.dataset, exists_ok=True, retry=RETRY, timeout=10)
         yield client
         client.close()
@@ -56,6 +56,6 @@ def _wait(server: servers.ServerProcess, endpoints: Endpoints) -> None:
 @pytest.fixture(scope="session")
 def corrected(local_stack: LocalStack) -> Iterator[bigquery.Client]:
     """A client of the local stack's corrected bqemulator."""
-    client = bigquery_client(local_stack.endpoints)
+    client = bigquery_client(local_stack.endpoints.project, local_stack.endpoints.bigquery_url)
     yield client
     client.close()

@@ -21,6 +21,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from google.cloud.bigquery_storage_v1 import BigQueryWriteClient, types
+from plowline_cloud.clients import bigquery_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_cloud.write_api import write_client
@@ -30,7 +31,6 @@ from plowline_cloud.write_api_proto import RowEncoder
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.schema.field import Field
-from plowline_devstack.clients import bigquery_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import probes, servers
 
@@ -87,7 +87,7 @@ def faulty(tmp_path: Path) -> Iterator[Start]:
             argv, servers.BIGQUERY, ports, tmp_path / f"bq-{len(started)}.log", daemon=False
         )
         endpoints = Endpoints(PROJECT, 0, ports["port"], ports["grpc_port"], 0)
-        bq = bigquery_client(endpoints)
+        bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
         started.append((server, Faulty(bq, write_client(f"127.0.0.1:{ports['grpc_port']}"))))
         _wait(server, endpoints, bq)
         return started[-1][1]

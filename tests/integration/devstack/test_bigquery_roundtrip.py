@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
+from plowline_cloud.clients import bigquery_client
 from plowline_core.event.fields import ATOMIC_COLUMNS
-from plowline_devstack.clients import bigquery_client
 from plowline_devstack.stack.lifecycle import LocalStack
 
 RETRY = DEFAULT_RETRY.with_deadline(5.0)
@@ -40,7 +40,7 @@ SCHEMA = [
 @pytest.fixture(scope="module")
 def client(local_stack: LocalStack) -> Iterator[bigquery.Client]:
     """A BigQuery client of the local stack."""
-    with bigquery_client(local_stack.endpoints) as bq:
+    with bigquery_client(local_stack.endpoints.project, local_stack.endpoints.bigquery_url) as bq:
         yield bq
 
 

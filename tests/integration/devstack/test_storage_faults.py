@@ -17,7 +17,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 from google.cloud.storage.retry import DEFAULT_RETRY
-from plowline_devstack.clients import storage_client
+from plowline_cloud.clients import storage_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import probes, servers
 
@@ -42,7 +42,7 @@ def faulty(tmp_path: Path) -> Iterator[Start]:
         log = tmp_path / f"storage-{len(started)}.log"
         server = servers.launch(argv, servers.STORAGE, ports, log, daemon=False)
         endpoints = Endpoints(PROJECT, 0, 0, 0, ports["port"])
-        client = storage_client(endpoints)
+        client = storage_client(endpoints.project, endpoints.storage_url)
         started.append((server, client))
         for _ in range(300):
             if not servers.is_alive(server):

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from plowline_cloud.clients import subscriber_client
+from plowline_cloud.pubsub.pulled import PulledMessage
+from plowline_cloud.pubsub.subscription import Subscription
 from plowline_loader.source.acking import AckingPartition, Settlement
-from plowline_loader.source.delivery import PulledMessage
-from plowline_loader.source.subscription import Subscription
 
 if TYPE_CHECKING:
     from conftest import Channel

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from plowline_cloud.clients import publisher_client
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.bootstrap import build_processor
 from plowline_loader.partition import process_in_chunks
-from plowline_loader.source.delivery import PulledMessage
 
 if TYPE_CHECKING:
     from conftest import ModeRig

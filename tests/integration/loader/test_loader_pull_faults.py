@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from plowline_cloud.clients import publisher_client, subscriber_client
+from plowline_cloud.pubsub import subscription as subscription_module
 from plowline_core.errors import PermanentError
 from plowline_core.testing.tsv import enriched_line
 from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
-from plowline_loader.source import subscription as subscription_module
 from plowline_loader.source.pubsub_source import PubSubSourceOptions, PubSubStreamReader
 from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 from plowline_loader.streaming import StreamingLoader, StreamSettings

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 
 import pytest
 from plowline_cloud.bigquery import BigQueryTableSchemaStore, create_events_table
-from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_cloud.clients import bigquery_client, publish_api_client, subscriber_client
 from plowline_cloud.clock import SystemClock
-from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.pubsub.publisher import PubSubPublisher
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -69,7 +70,7 @@ def test_every_type_gets_its_column_while_acks_are_refused(
     mutator = Mutator(resolver, store, ColumnMode.FULL, threading.Lock())
     topic = f"projects/{local_stack.project}/topics/types-{suffix}"
     subscription = f"projects/{local_stack.project}/subscriptions/types-mutator-{suffix}"
-    pub_client = publisher_client(emulator.endpoint)
+    pub_client = publish_api_client(emulator.endpoint)
     sub_client = subscriber_client(emulator.endpoint)
     pub_client.create_topic(name=topic)
     sub_client.create_subscription(

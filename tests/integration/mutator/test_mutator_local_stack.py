@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from google.cloud import bigquery
 from plowline_cloud.bigquery import BigQueryTableSchemaStore, create_events_table
-from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
+from plowline_cloud.clients import bigquery_client, publish_api_client, subscriber_client
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.iglu.embedded import EmbeddedRegistry
-from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
+from plowline_cloud.pubsub.publisher import PubSubPublisher
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.iglu.config import EmbeddedConnection, HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -125,7 +126,7 @@ def rig(
         cache_size=0,
     )
     store = BigQueryTableSchemaStore(bq, table_ref, 60.0, SystemClock())
-    pub_client = publisher_client(endpoints.pubsub_target)
+    pub_client = publish_api_client(endpoints.pubsub_target)
     sub_client = subscriber_client(endpoints.pubsub_target)
     topic = f"projects/{local_stack.project}/topics/types-{suffix}"
     subscription = f"projects/{local_stack.project}/subscriptions/types-mutator-{suffix}"
@@ -149,7 +150,7 @@ def rig(
     finally:
         subscriber.stop(10)
         sub_client.close()
-        pub_client.stop()
+        pub_client.transport.close()
         bq.close()  # type: ignore[no-untyped-call]  # untyped in the client
 
 

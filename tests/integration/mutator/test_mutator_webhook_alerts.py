@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import Delivery
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage
 from plowline_core.errors import ConfigError, PermanentError
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -62,7 +62,7 @@ def _listener(url: str, table: tuple[Field, ...]) -> tuple[TypesListener, InMemo
 
 def _deliver(listener: TypesListener) -> None:
     listener(
-        Delivery(
+        PubSubReceivedMessage(
             data=encode_types([CLICK]), attributes={}, message_id="m-1",
             publish_time=datetime(2026, 1, 1, tzinfo=UTC), delivery_attempt=None, ack_id="a-1",
             on_ack=lambda: None, on_nack=lambda: None, on_extend=lambda seconds: None,

@@ -34,8 +34,8 @@ from typing import Any
 import pytest
 from google.api_core.exceptions import AlreadyExists, DeadlineExceeded, RetryError
 from google.cloud import bigquery
+from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
 from plowline_core.event.fields import V2_ATOMIC_COLUMNS
-from plowline_devstack.clients import bigquery_client, publisher_client, subscriber_client
 from plowline_devstack.demo.malformed import malformed_line
 from plowline_devstack.demo.traffic import Traffic, assemble, contexts_text, unstruct_text
 from plowline_devstack.stack.config import load_stack
@@ -283,8 +283,8 @@ class _Watch:
     """Reads the table's rows and pulls the bad topic's failed events, counting per event id."""
 
     def __init__(self, stack: LocalStack, sent: list[Sent], table: str, check: str) -> None:
-        self._bigquery = bigquery_client(stack.endpoints)
-        self._subscriber = subscriber_client(stack.endpoints)
+        self._bigquery = bigquery_client(stack.endpoints.project, stack.endpoints.bigquery_url)
+        self._subscriber = subscriber_client(stack.endpoints.pubsub_target)
         self._table = f"{stack.project}.snowplow.{table}"
         self._check = check
         self._ids = [s.event_id for s in sent]
@@ -342,7 +342,7 @@ def outcome(
     )
     provision_pubsub(load_stack(config)[0], local_stack.endpoints)
     provision_storage(load_stack(config)[0], local_stack.endpoints)
-    subscriber = subscriber_client(local_stack.endpoints)
+    subscriber = subscriber_client(local_stack.endpoints.pubsub_target)
     check = f"projects/{local_stack.project}/subscriptions/{mode.bad_topic}-check"
     bad_topic = f"projects/{local_stack.project}/topics/{mode.bad_topic}"
     with contextlib.suppress(AlreadyExists):
@@ -367,7 +367,7 @@ def outcome(
     if not eventually(ready, timeout=180, every=1.0):
         pytest.fail("\n\n".join(s.tail() for s in services), pytrace=False)
     sent = _events()
-    publisher = publisher_client(local_stack.endpoints)
+    publisher = publisher_client(local_stack.endpoints.pubsub_target)
     topic = f"projects/{local_stack.project}/topics/enriched"
     watch = _Watch(local_stack, sent, mode.table, check)
     first = [s for s in sent if s.good and {e[2] for e in s.entities} == {"1-0-0"}]
@@ -378,7 +378,7 @@ def outcome(
         eventually(lambda done=done: watch.accounted() >= done, timeout=240, every=2.0)
     time.sleep(10.0)  # room for a second copy of anything, before counting for good
     watch.pull()
-    client = bigquery_client(local_stack.endpoints)
+    client = bigquery_client(local_stack.endpoints.project, local_stack.endpoints.bigquery_url)
     schema = list(client.get_table(f"{local_stack.project}.snowplow.{mode.table}").schema)
     logs = "\n\n".join(s.tail() for s in services)
     yield Outcome(mode, sent, watch.rows(), watch.failed, schema, logs)

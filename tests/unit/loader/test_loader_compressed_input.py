@@ -16,6 +16,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft4Validator, FormatChecker
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.badrows import Processor
 from plowline_core.errors import TransientError
 from plowline_core.event.compressed import Compression, write_batch
@@ -36,7 +37,6 @@ from plowline_loader.batch.processor import BatchProcessor, Destinations
 from plowline_loader.compressed_input import Decompression
 from plowline_loader.partition import process_in_chunks
 from plowline_loader.settings import load_settings
-from plowline_loader.source.delivery import PulledMessage
 
 pytestmark = pytest.mark.unit
 

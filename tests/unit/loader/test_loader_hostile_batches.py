@@ -22,6 +22,7 @@ import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.badrows import IgluErrorRow, ParsingErrorRow, Processor
 from plowline_core.badrows.envelope import parse_bad_row
 from plowline_core.distinct_rows import DistinctRowSink
@@ -44,7 +45,6 @@ from plowline_loader.batch.announcements import TypeTracker
 from plowline_loader.batch.processor import BatchProcessor, Destinations
 from plowline_loader.batch.sizes import Limits
 from plowline_loader.partition import CHUNK_MESSAGES, process_in_chunks
-from plowline_loader.source.delivery import PulledMessage
 
 NOW = datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC)
 CTX = "iglu:com.acme/ctx/jsonschema/1-0-0"

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import RegistryUnavailable, TransientError
@@ -36,7 +37,6 @@ from plowline_loader.batch.processor import BatchProcessor, Destinations, Prepar
 from plowline_loader.batch.sizes import Limits
 from plowline_loader.bootstrap import WorkerConfig
 from plowline_loader.partition import chunk_size_for, process_in_chunks
-from plowline_loader.source.delivery import PulledMessage
 from support.configs import bigquery_config
 
 CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from google.pubsub_v1.types import AcknowledgeRequest, ModifyAckDeadlineRequest, PullRequest
-from plowline_loader.source.subscription import _request
+from plowline_cloud.pubsub.subscription import _request
 
 PATH = "projects/p/subscriptions/s"
 IDS = [f"ack-{n}" for n in range(1000)]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from plowline_cloud.pubsub.subscription import MAX_PULL
 from plowline_loader.source.pulls import (
     MAX_MESSAGE_BYTES,
     PULL_CEILING_BYTES,
     PubSubPartition,
     pull_size,
 )
-from plowline_loader.source.subscription import MAX_PULL
 
 MiB = 1024 * 1024
 

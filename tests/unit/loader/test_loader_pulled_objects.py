@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from google.pubsub_v1.types import PullResponse
-from plowline_loader.source.delivery import PulledMessage, pulled_of_row
-from plowline_loader.source.subscription import _pulled
+from plowline_cloud.pubsub.pulled import PulledMessage, pulled_of_row
+from plowline_cloud.pubsub.subscription import _pulled
 from pyspark.sql import Row
 
 SUBSCRIPTION = "projects/p/subscriptions/s"

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.badrows import Processor
 from plowline_core.errors import ConfigError
 from plowline_core.event.compressed import Compression, write_batch
@@ -28,7 +29,6 @@ from plowline_loader.batch.schema_hold import SchemaHold
 from plowline_loader.health import Readiness
 from plowline_loader.partition import process_in_chunks
 from plowline_loader.settings import load_settings
-from plowline_loader.source.delivery import PulledMessage
 
 pytestmark = pytest.mark.unit
 

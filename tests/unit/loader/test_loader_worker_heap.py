@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.schema.entity import ColumnMode
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.partition import StreamingPartition
-from plowline_loader.source.delivery import PulledMessage
 from plowline_loader.spark import worker_heap
 from plowline_loader.spark.worker_heap import TASK_GC_THRESHOLD, freeze_worker_heap, task_collector
 from support.configs import bigquery_config

@@ -7,7 +7,7 @@ import warnings
 from datetime import UTC, datetime
 from typing import Any
 
-from plowline_cloud.pubsub import Delivery
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import Resolver
@@ -94,8 +94,8 @@ def test_the_listener_logs_no_warning_per_message_during_an_outage() -> None:
     assert expected == (len(nacked), [log for log in logs if log["log_level"] == "warning"])
 
 
-def _delivery(data: bytes, n: int, nacked: list[str]) -> Delivery:
-    return Delivery(
+def _delivery(data: bytes, n: int, nacked: list[str]) -> PubSubReceivedMessage:
+    return PubSubReceivedMessage(
         data=data,
         attributes={},
         message_id=f"m-{n}",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from plowline_cloud.pubsub import Delivery
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage
 from plowline_core.errors import PermanentError, TransientError
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -137,7 +137,7 @@ def deliver(listener: TypesListener, data: bytes) -> list[str]:
     """Hand one payload to the listener; return how it was settled."""
     settled = Settled()
     listener(
-        Delivery(
+        PubSubReceivedMessage(
             data=data,
             attributes={},
             message_id="m-1",

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any
 
 import pytest
-from plowline_cloud.pubsub import Delivery
+from plowline_cloud.pubsub.streaming import PubSubReceivedMessage
 from plowline_core.errors import RegistryUnavailable
 from plowline_core.iglu.config import HttpConnection, RepositoryRef
 from plowline_core.iglu.key import SchemaKey
@@ -227,9 +227,9 @@ class Settled:
         self.outcomes: list[str] = []
 
 
-def delivery(data: bytes, settled: Settled) -> Delivery:
+def delivery(data: bytes, settled: Settled) -> PubSubReceivedMessage:
     """Return a delivery whose ack/nack are recorded in ``settled``."""
-    return Delivery(
+    return PubSubReceivedMessage(
         data=data,
         attributes={},
         message_id="m-1",

@@ -31,6 +31,7 @@ class FakeMessage:
     data: bytes
     settled: str | None = None
     publish_time: datetime = ETL
+    message_id: str = "m1"
 
     def ack(self) -> None:
         """Record an ack."""

@@ -65,7 +65,7 @@ def publisher_client(
 
 
 def publish_api_client(emulator_host: str | None = None) -> gapic_pubsub.PublisherClient:
-    """Return the Publisher API's GAPIC client (for ``publish_requests``), on Google or an emulator."""
+    """Return the Publisher API's GAPIC client (for ``pubsub.publisher``), on Google or an emulator."""
     from google.pubsub_v1 import PublisherClient
     from google.pubsub_v1.services.publisher.transports.grpc import PublisherGrpcTransport
 

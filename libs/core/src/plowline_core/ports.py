@@ -11,10 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from plowline_core.iglu.key import SchemaKey, SchemaVer
 from plowline_core.schema.field import Field
+
+if TYPE_CHECKING:  # both import this module
+    from plowline_core.iglu.outage import RegistryOutage
+    from plowline_core.iglu.resolver import Resolution
 
 
 class Clock(Protocol):
@@ -54,6 +58,35 @@ class ListingRegistry(Protocol):
         Raises:
             RegistryUnavailable: the repository could not answer.
         """
+        ...
+
+
+class SchemaResolver(Protocol):
+    """Iglu schemas one key at a time (``plowline_core.iglu.resolver.Resolver``)."""
+
+    def resolve(self, key: SchemaKey) -> Resolution:
+        """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
+        ...
+
+
+@runtime_checkable
+class VersionResolver(SchemaResolver, Protocol):
+    """A resolver that also lists a model's versions (``plowline_core.iglu.resolver.Resolver``)."""
+
+    def versions_up_to(self, key: SchemaKey) -> tuple[SchemaVer, ...]:
+        """Return the versions of the key's model up to the key, ascending."""
+        ...
+
+
+class OutageListener(Protocol):
+    """Told when a repository's outage starts and ends (a service logs both)."""
+
+    def outage_started(self, outage: RegistryOutage) -> None:
+        """A repository has just failed, after answering (or since the start)."""
+        ...
+
+    def outage_ended(self, outage: RegistryOutage, now: datetime) -> None:
+        """A repository answered again after ``outage``."""
         ...
 
 
@@ -128,11 +161,27 @@ class Publisher(Protocol):
 
 
 class ReceivedMessage(Protocol):
-    """A message pulled from a subscription that the consumer settles once its outcome is durable."""
+    """A message received from a subscription, settled by its consumer once its outcome is durable.
+
+    Notes:
+        The id and the publish time are Pub/Sub's, the same on every redelivery: the
+        repeater's backoff counts from the publish time, the dead-letter writer names its
+        objects by the id.
+    """
 
     @property
     def data(self) -> bytes:
         """The message payload."""
+        ...
+
+    @property
+    def message_id(self) -> str:
+        """The id Pub/Sub gave the message when it was published."""
+        ...
+
+    @property
+    def publish_time(self) -> datetime:
+        """When Pub/Sub accepted the message (timezone-aware UTC)."""
         ...
 
     def ack(self) -> None:
@@ -144,21 +193,15 @@ class ReceivedMessage(Protocol):
         ...
 
 
-class TimedMessage(ReceivedMessage, Protocol):
-    """A received message that also tells when it was first published (stable on redelivery)."""
+class Alerts(Protocol):
+    """Where setup errors go, for people (``plowline_cloud.webhook.WebhookSender``)."""
 
-    @property
-    def publish_time(self) -> datetime:
-        """When Pub/Sub accepted the message (timezone-aware UTC)."""
+    def alert(self, message: str) -> bool:
+        """Send ``message`` once until ``clear``."""
         ...
 
-
-class IdentifiedMessage(TimedMessage, Protocol):
-    """A received message that also carries its Pub/Sub message id (stable on redelivery)."""
-
-    @property
-    def message_id(self) -> str:
-        """The id Pub/Sub gave the message when it was published."""
+    def clear(self) -> None:
+        """Let the alerts already sent be sent again."""
         ...
 
 

@@ -8,7 +8,8 @@ Parts (each a layer: it imports those below it, never those above; import-linter
                          they inject on demand, :mod:`.faults`
 
 Beside them: :mod:`.cli` (the ``plowline`` command and its registry), :mod:`.endpoints`
-and :mod:`.clients` (where a stack's servers answer, and official clients pointed there),
+(where a stack's servers answer: point ``plowline_cloud.clients`` there),
+:mod:`.bigquery_retry` (the short retry for calls to the BigQuery stand-in), and
 ``examples/`` (configs, a resolver and an Iglu registry the stack and the demo use).
 
 Notes:

@@ -24,8 +24,8 @@ from plowline_cloud.liveness import (
     serve_probes,
 )
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import PubSubSubscriber
-from plowline_cloud.pubsub_paths import subscription_path
+from plowline_cloud.pubsub.paths import subscription_path
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.config import BigQueryConfig
 from plowline_core.errors import ConfigError

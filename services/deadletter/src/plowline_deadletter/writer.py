@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import structlog
 from plowline_core.config import DeadLetterOptions
 from plowline_core.errors import ObjectExists, PlowlineError
-from plowline_core.ports import BlobStore, Clock, IdentifiedMessage
+from plowline_core.ports import BlobStore, Clock, ReceivedMessage
 
 from plowline_deadletter.batching import Batch, Batcher
 from plowline_deadletter.deliveries import Deliveries, Seen
@@ -58,7 +58,7 @@ def _new_id() -> str:
 class _Received:
     """A buffered delivery and the identity of its bad row (computed once, on receipt)."""
 
-    message: IdentifiedMessage
+    message: ReceivedMessage
     key: bytes
 
 
@@ -79,7 +79,7 @@ class DeadLetterWriter:
         self._metrics = metrics
         self._new_id = new_id
         self._batcher: Batcher[_Received] = Batcher(options.window, options.max_rows)
-        self._deliveries: Deliveries[IdentifiedMessage] = Deliveries()
+        self._deliveries: Deliveries[ReceivedMessage] = Deliveries()
         self._lock = threading.Lock()
         self._closing = False
 
@@ -100,7 +100,7 @@ class DeadLetterWriter:
             self._deliveries.remember(identities)
             return self._deliveries.remembered
 
-    def receive(self, message: IdentifiedMessage) -> None:
+    def receive(self, message: ReceivedMessage) -> None:
         """Buffer one message; write the batches it completes."""
         partition = partition_of(message.data)
         if partition == UNPARSEABLE:
@@ -165,7 +165,7 @@ class DeadLetterWriter:
         self._metrics.rows_written.labels(label).inc(len(batch.items))
         _log.info("object written", object=name, rows=len(batch.items))
 
-    def _settle(self, items: Sequence[_Received], *, written: bool) -> list[IdentifiedMessage]:
+    def _settle(self, items: Sequence[_Received], *, written: bool) -> list[ReceivedMessage]:
         """Return the messages of ``items`` and the copies delivered meanwhile, to settle alike."""
         with self._lock:
             copies = [c for i in items for c in self._deliveries.settle(i.key, written=written)]

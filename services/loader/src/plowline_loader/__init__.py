@@ -31,7 +31,7 @@ How a message travels through Spark (``run``), and why:
        and the reader carrying the task function, travel to the executors.
     3. Executor, Python worker (forked by ``spark.worker_daemon``, which preloaded the
        imports): ``source.processing`` reads the partition: it pulls a bounded slice
-       (``source.subscription``), extends each pull's receipt, and hands the pulled
+       (``plowline_cloud.pubsub.subscription``), extends each pull's receipt, and hands the pulled
        messages themselves, lazily, to ``partition.StreamingPartition`` (pickle boundary
        2: the function and its ``WorkerConfig``, unpickled once per task, not in the
        planner processes).

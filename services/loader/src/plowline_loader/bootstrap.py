@@ -26,8 +26,6 @@ Notes:
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +34,8 @@ import orjson
 from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.iglu import registries_from_config
-from plowline_cloud.pubsub_paths import subscription_path, topic_path
+from plowline_cloud.per_process import PerProcess
+from plowline_cloud.pubsub.paths import subscription_path, topic_path
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoaderOptions, LoadKind, WriteStreamKind
 from plowline_core.distinct_rows import DistinctRowSink
@@ -258,7 +257,7 @@ def build_resolver(config: WorkerConfig) -> Resolver:
 def build_processor(config: WorkerConfig) -> BatchProcessor:
     """Build the clients, the adapters and the BatchProcessor of ``config``."""
     from plowline_cloud.clients import bigquery_client, publish_api_client
-    from plowline_cloud.publish_requests import RequestPublisher
+    from plowline_cloud.pubsub.publisher import PubSubPublisher
     from plowline_cloud.table_schema import BigQueryTableSchemaStore
 
     clock = SystemClock()
@@ -274,9 +273,9 @@ def build_processor(config: WorkerConfig) -> BatchProcessor:
         schema=schema,
         table=DistinctRowSink(sink) if config.exactly_once else sink,
         hand_over=sink if isinstance(sink, ExactlyOnceSink) else None,
-        types=RequestPublisher(publisher, config.topic(bigquery.types_topic)),
-        bad_rows=RequestPublisher(publisher, config.topic(bigquery.bad_rows)),
-        failed_inserts=RequestPublisher(publisher, config.topic(bigquery.failed_inserts)),
+        types=PubSubPublisher(publisher, config.topic(bigquery.types_topic)),
+        bad_rows=PubSubPublisher(publisher, config.topic(bigquery.bad_rows)),
+        failed_inserts=PubSubPublisher(publisher, config.topic(bigquery.failed_inserts)),
     )
     builder = RowBuilder(build_resolver(config), config.column_mode, rules=config.column_rules)
     return BatchProcessor(
@@ -333,22 +332,8 @@ def build_row_sink(
     return row_sink_for(load, clients, bigquery_config.table_ref, schema)
 
 
-_processors: dict[WorkerConfig, tuple[int, BatchProcessor]] = {}
-_processors_lock = threading.Lock()
+processor_for: PerProcess[WorkerConfig, BatchProcessor] = PerProcess(build_processor)
+"""This process's BatchProcessor for a ``WorkerConfig``, built on first use.
 
-
-def processor_for(config: WorkerConfig) -> BatchProcessor:
-    """Return this process's BatchProcessor for ``config``, building it on first use.
-
-    Notes:
-        One per Python worker process: the type tracker's deduplication and the cached
-        table schema live as long as the worker (Spark reuses workers between tasks).
-    """
-    pid = os.getpid()
-    with _processors_lock:
-        cached = _processors.get(config)
-        if cached is not None and cached[0] == pid:
-            return cached[1]
-        processor = build_processor(config)
-        _processors[config] = (pid, processor)
-        return processor
+One per Python worker process: the type tracker's deduplication and the cached table
+schema live as long as the worker (Spark reuses workers between tasks)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.event.compressed import (
     Record,
     compression_of,
@@ -44,7 +45,6 @@ from plowline_core.event.compressed import (
 )
 
 from plowline_loader.batch.failed_events import FailedRecord
-from plowline_loader.source.delivery import PulledMessage
 
 MAX_BYTES_SINGLE_PAYLOAD = 10_000_000
 """2.x's default ``decompression.maxBytesSinglePayload``: the longest record read."""

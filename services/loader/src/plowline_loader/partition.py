@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from plowline_cloud.pubsub.pulled import PulledMessage, pulled_of_row
 from plowline_core.config import LoadKind
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
@@ -39,7 +40,6 @@ from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
 from plowline_loader.source.acking import AckingPartition, HandBack
-from plowline_loader.source.delivery import PulledMessage, pulled_of_row
 from plowline_loader.spark import worker_heap
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from plowline_cloud.config_source import load_pipeline_config
 from plowline_cloud.iglu import LoggedOutages, load_resolver
 from plowline_cloud.liveness import ProgressWatch
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import PubSubSubscriber
-from plowline_cloud.pubsub_paths import subscription_path
+from plowline_cloud.pubsub.paths import subscription_path
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_cloud.webhook import WebhookSender
 from plowline_core.config import BigQueryConfig

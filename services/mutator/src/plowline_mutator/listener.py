@@ -31,12 +31,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import structlog
-from plowline_cloud.pubsub import Delivery
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.messages import MessageError, decode_types
+from plowline_core.ports import Alerts, ReceivedMessage
 from plowline_core.webhook import SetupProblem, alert_message, setup_problem
 
 from plowline_mutator.metrics import MutatorMetrics
@@ -46,18 +45,6 @@ _log = structlog.get_logger("plowline.mutator.listener")
 SOURCE = "listener"
 #: Rejections that are setup errors: the table cannot take the column as it is.
 _NOT_ADDED = (Rejection.COLUMN_LIMIT, Rejection.REFUSED)
-
-
-class Alerts(Protocol):
-    """Where setup errors go (``plowline_cloud.webhook.WebhookSender``)."""
-
-    def alert(self, message: str) -> bool:
-        """Send ``message`` once until ``clear``."""
-        ...
-
-    def clear(self) -> None:
-        """Let the alerts already sent be sent again."""
-        ...
 
 
 class TypesListener:
@@ -85,7 +72,7 @@ class TypesListener:
         """Cut short any pending retry delay (on shutdown)."""
         self._stopping.set()
 
-    def __call__(self, delivery: Delivery) -> None:
+    def __call__(self, delivery: ReceivedMessage) -> None:
         """Handle one delivery: add its columns, then ack; nack on a failure worth retrying."""
         types = decode_types(delivery.data)
         if isinstance(types, MessageError):
@@ -136,7 +123,7 @@ class TypesListener:
         if self._alerts is not None:
             self._alerts.alert(alert_message(problem, error))
 
-    def _give_back(self, delivery: Delivery, error: TransientError) -> None:
+    def _give_back(self, delivery: ReceivedMessage, error: TransientError) -> None:
         kind = "registry" if isinstance(error, RegistryUnavailable) else "transient"
         # A registry outage is logged where it starts and ends (LoggedOutages), not per message.
         log = _log.debug if kind == "registry" else _log.warning

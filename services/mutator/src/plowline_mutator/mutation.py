@@ -32,13 +32,12 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from plowline_core.errors import PermanentError
-from plowline_core.iglu.key import SchemaKey
-from plowline_core.iglu.resolver import Resolution, SchemaNotFound
-from plowline_core.ports import TableSchemaStore
+from plowline_core.iglu.resolver import SchemaNotFound
+from plowline_core.ports import SchemaResolver, TableSchemaStore
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.ddl_json import InvalidSchema, check
 from plowline_core.schema.entity import ColumnMode, EntityType
@@ -49,14 +48,6 @@ from plowline_core.schema.major import major_column
 from plowline_core.schema.widening import Conflict, WideningPlan, plan_widening
 
 _log = structlog.get_logger("plowline.mutator")
-
-
-class SchemaResolver(Protocol):
-    """What the mutator needs of an Iglu resolver (``plowline_core.iglu.resolver.Resolver``)."""
-
-    def resolve(self, key: SchemaKey) -> Resolution:
-        """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
-        ...
 
 
 class Rejection(StrEnum):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 import orjson
 from plowline_cloud.chassis import EXIT_OK, EXIT_USAGE
@@ -23,7 +23,8 @@ from plowline_cloud.iglu import NOT_FOUND_HELP, load_resolver
 from plowline_core.errors import ConfigError, RegistryUnavailable
 from plowline_core.iglu.config import parse_not_found
 from plowline_core.iglu.key import SchemaKey
-from plowline_core.iglu.resolver import Resolution, SchemaNotFound
+from plowline_core.iglu.resolver import SchemaNotFound
+from plowline_core.ports import SchemaResolver
 from plowline_core.schema.columns import column_field
 from plowline_core.schema.ddl_json import InvalidSchema
 from plowline_core.schema.entity import ColumnMode, ShredProperty
@@ -49,14 +50,6 @@ examples:
 
 exit status: 0 all schemas resolved, 1 some printed an error object, 2 usage or config error.
 """
-
-
-class SchemaResolver(Protocol):
-    """What preview needs of an Iglu resolver (``plowline_core.iglu.resolver.Resolver``)."""
-
-    def resolve(self, key: SchemaKey) -> Resolution:
-        """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
-        ...
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

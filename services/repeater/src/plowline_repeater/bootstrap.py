@@ -38,7 +38,7 @@ from plowline_cloud.bigquery import BigQueryRowSink, BigQueryTableSchemaStore
 from plowline_cloud.chassis import package_version, stop_on_signals
 from plowline_cloud.clients import (
     bigquery_client,
-    publisher_client,
+    publish_api_client,
     storage_client,
     subscriber_client,
 )
@@ -46,8 +46,9 @@ from plowline_cloud.clock import SystemClock
 from plowline_cloud.config_source import load_document, load_pipeline_config
 from plowline_cloud.liveness import ProgressWatch, keep_consuming, serve_probes
 from plowline_cloud.metrics import MetricsRegistry
-from plowline_cloud.pubsub import PubSubPublisher, PubSubSubscriber
-from plowline_cloud.pubsub_paths import subscription_path, topic_path
+from plowline_cloud.pubsub.paths import subscription_path, topic_path
+from plowline_cloud.pubsub.publisher import PubSubPublisher
+from plowline_cloud.pubsub.streaming import PubSubSubscriber
 from plowline_cloud.service_settings import EmulatorEndpoints
 from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
@@ -260,12 +261,9 @@ def _destination(
     settings: ReplaySettings, config: BigQueryConfig, endpoints: EmulatorEndpoints
 ) -> Iterator[Destination]:
     if settings.to == "failed-inserts":
-        publisher = publisher_client(endpoints.pubsub_emulator_host)
         topic = topic_path(config.project_id, config.failed_inserts)
-        try:
+        with publish_api_client(endpoints.pubsub_emulator_host) as publisher:
             yield TopicDestination(PubSubPublisher(publisher, topic), topic)
-        finally:
-            publisher.stop()
         return
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
     schema = BigQueryTableSchemaStore(bigquery, config.table_ref, 1.0, SystemClock())

@@ -29,7 +29,6 @@ from plowline_core.ports import (
     Row,
     RowSink,
     TableSchemaStore,
-    TimedMessage,
 )
 
 from plowline_repeater.dead_end import (
@@ -46,7 +45,7 @@ _log = structlog.get_logger(__name__)
 
 @dataclass(slots=True)
 class _Waiting:
-    message: TimedMessage
+    message: ReceivedMessage
     failed: FailedInsert
     until: datetime  # first seen (the message's publish time) + backoff
     last: Attempt | None = None
@@ -98,7 +97,7 @@ class Repeater:
         with self._lock:
             return len(self._waiting)
 
-    def receive(self, message: TimedMessage) -> None:
+    def receive(self, message: ReceivedMessage) -> None:
         """Take one failed-insert message (decided on the next ``step``).
 
         Notes:

@@ -1,7 +1,7 @@
 """Log Iglu registry outages as they start and end: two structured lines per outage.
 
 Notes:
-    Satisfies ``plowline_core.iglu.outage.OutageListener``. While an outage lasts, nothing
+    Satisfies ``plowline_core.ports.OutageListener``. While an outage lasts, nothing
     is logged per event or per lookup; the services' own retry loops say what they hold
     back, and ``/readyz`` shows the ledger.
 """

@@ -8,9 +8,9 @@ from pathlib import Path
 import structlog
 from plowline_core.errors import ConfigError
 from plowline_core.iglu.config import EmbeddedConnection, ResolverConfig
-from plowline_core.iglu.outage import OutageLedger, OutageListener
+from plowline_core.iglu.outage import OutageLedger
 from plowline_core.iglu.resolver import Resolver
-from plowline_core.ports import Clock, Registry
+from plowline_core.ports import Clock, OutageListener, Registry
 
 from plowline_cloud.config_source import load_document
 from plowline_cloud.iglu.embedded import EmbeddedRegistry

@@ -16,7 +16,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
+
+from plowline_core.ports import OutageListener
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +49,6 @@ class RegistryOutage:
             since=min(self.since, other.since),
             failures=self.failures + other.failures,
         )
-
-
-class OutageListener(Protocol):
-    """Told when a repository's outage starts and ends (a service logs both)."""
-
-    def outage_started(self, outage: RegistryOutage) -> None:
-        """A repository has just failed, after answering (or since the start)."""
-        ...
-
-    def outage_ended(self, outage: RegistryOutage, now: datetime) -> None:
-        """A repository answered again after ``outage``."""
-        ...
 
 
 class OutageLedger:

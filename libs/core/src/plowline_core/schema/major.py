@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from plowline_core.iglu.key import SchemaKey, SchemaVer
-from plowline_core.iglu.resolver import Resolution, ResolvedSchema, SchemaNotFound
+from plowline_core.iglu.resolver import ResolvedSchema, SchemaNotFound
+from plowline_core.ports import SchemaResolver, VersionResolver
 from plowline_core.schema.columns import major_field
 from plowline_core.schema.ddl_json import InvalidSchema, check
 from plowline_core.schema.entity import ColumnMode, ShredProperty
@@ -35,23 +36,6 @@ from plowline_core.schema.names import column_name
 INVALID_SCHEMA_MESSAGE = "Cannot be parsed as JSON Schema AST"
 
 __all__ = ["INVALID_SCHEMA_MESSAGE", "InvalidSchema", "MajorColumn", "major_column"]
-
-
-class KeyResolver(Protocol):
-    """What ``major_column`` needs of an Iglu resolver: one schema at a time."""
-
-    def resolve(self, key: SchemaKey) -> Resolution:
-        """Return the schema or SchemaNotFound; raise RegistryUnavailable on a failing repo."""
-        ...
-
-
-@runtime_checkable
-class VersionResolver(KeyResolver, Protocol):
-    """A resolver that also lists a model's versions (``plowline_core.iglu.resolver.Resolver``)."""
-
-    def versions_up_to(self, key: SchemaKey) -> tuple[SchemaVer, ...]:
-        """Return the versions of the key's model up to the key, ascending."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +57,7 @@ class MajorColumn:
 
 
 def major_column(
-    key: SchemaKey, shred: ShredProperty, resolver: KeyResolver
+    key: SchemaKey, shred: ShredProperty, resolver: SchemaResolver
 ) -> MajorColumn | SchemaNotFound:
     """Return the key's 2.x column, or SchemaNotFound when the key is in no repository.
 

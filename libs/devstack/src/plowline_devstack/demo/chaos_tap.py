@@ -13,8 +13,8 @@ import contextlib
 import re
 
 from google.api_core.exceptions import AlreadyExists, DeadlineExceeded
+from plowline_cloud.clients import subscriber_client
 
-from plowline_devstack.clients import subscriber_client
 from plowline_devstack.stack.lifecycle import LocalStack
 
 TAP_SUBSCRIPTION = "failed-inserts-chaos-tap"
@@ -30,7 +30,10 @@ class FailedInsertTap:
         self._stack = stack
         project = stack.project
         self._path = f"projects/{project}/subscriptions/{TAP_SUBSCRIPTION}"
-        with subscriber_client(stack.endpoints) as subscriber, contextlib.suppress(AlreadyExists):
+        with (
+            subscriber_client(stack.endpoints.pubsub_target) as subscriber,
+            contextlib.suppress(AlreadyExists),
+        ):
             subscriber.create_subscription(
                 name=self._path, topic=f"projects/{project}/topics/{_TOPIC}", timeout=10.0
             )
@@ -38,7 +41,7 @@ class FailedInsertTap:
     def event_ids(self) -> set[str]:
         """Drain the tap; return every id (lower case) its failed inserts name."""
         found: set[str] = set()
-        with subscriber_client(self._stack.endpoints) as subscriber:
+        with subscriber_client(self._stack.endpoints.pubsub_target) as subscriber:
             while True:
                 try:
                     reply = subscriber.pull(

@@ -29,7 +29,7 @@ from plowline_core.schema.columns import column_field
 from plowline_core.schema.entity import ShredProperty
 from plowline_core.schema.field import Field, FieldType
 
-from plowline_devstack.clients import BIGQUERY_RETRY
+from plowline_devstack.bigquery_retry import BIGQUERY_RETRY
 from plowline_devstack.demo.traffic import LEGACY_ORDER
 
 CONFLICT_COLUMN = "unstruct_event_com_acme_legacy_order_1_0_0"

@@ -223,7 +223,8 @@ def _write(lines: Iterable[GeneratedLine], out: TextIO) -> None:
 
 
 def _to_topic(lines: Iterable[GeneratedLine], args: argparse.Namespace) -> int:
-    from plowline_devstack.clients import emulator_publisher
+    from plowline_cloud.clients import publisher_client
+
     from plowline_devstack.stack.lifecycle import read_state
 
     if args.pubsub:
@@ -243,7 +244,7 @@ def _to_topic(lines: Iterable[GeneratedLine], args: argparse.Namespace) -> int:
             print(f"plowline dev generate: {error.args[0]}", file=sys.stderr)
             return 2
         target = stack.endpoints.pubsub_target
-    publisher = emulator_publisher(target)
+    publisher = publisher_client(target)
     began = time.monotonic()
 
     def progress(sent: int) -> None:

@@ -20,9 +20,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plowline_cloud.clients import bigquery_client, storage_client
 from plowline_core.schema.field import Field
 
-from plowline_devstack.clients import BIGQUERY_RETRY, bigquery_client, storage_client
+from plowline_devstack.bigquery_retry import BIGQUERY_RETRY
 from plowline_devstack.stack.lifecycle import LocalStack
 
 _UUID = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -56,8 +57,8 @@ class SystemsReader:
 
     def __init__(self, stack: LocalStack) -> None:
         self._stack = stack
-        self._bigquery = bigquery_client(stack.endpoints)
-        self._storage = storage_client(stack.endpoints)
+        self._bigquery = bigquery_client(stack.endpoints.project, stack.endpoints.bigquery_url)
+        self._storage = storage_client(stack.endpoints.project, stack.endpoints.storage_url)
         self._cache: dict[tuple[str, str, int], bytes] = {}
 
     def close(self) -> None:

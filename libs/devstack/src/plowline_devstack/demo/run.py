@@ -20,10 +20,10 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from plowline_cloud.clients import bigquery_client, publisher_client
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_core.schema.field import Field
 
-from plowline_devstack.clients import bigquery_client, publisher_client
 from plowline_devstack.demo.cluster import on_cluster, placement, write_driver
 from plowline_devstack.demo.conflict import add_by_hand, describe, hand_made_column
 from plowline_devstack.demo.generate import DEAD_END, GeneratedLine, publish
@@ -160,7 +160,7 @@ class DemoRun:
         """
         stack = self._stack()
         column = hand_made_column(EXAMPLES / "iglu")
-        client = bigquery_client(stack.endpoints)
+        client = bigquery_client(stack.endpoints.project, stack.endpoints.bigquery_url)
         try:
             add_by_hand(client, stack.table_ref, column)
         finally:
@@ -222,7 +222,7 @@ class DemoRun:
     ) -> int:
         """Publish ``lines`` to the enriched topic; return once the topic holds them all."""
         stack = self._stack()
-        publisher = publisher_client(stack.endpoints)
+        publisher = publisher_client(stack.endpoints.pubsub_target)
         try:
             return publish(
                 lines, publisher, stack.topic_path("enriched"), rate=rate, on_progress=on_progress

@@ -73,8 +73,8 @@ class _Lease:
 
 
 @dataclass(slots=True)
-class Delivery:
-    """One message handed to a puller under ``ack_id``."""
+class LeasedEntry:
+    """One stored message leased to a puller under ``ack_id`` (the emulator's side of a pull)."""
 
     ack_id: str
     entry: Entry
@@ -111,7 +111,7 @@ class Backlog:
         holder: Holder | None = None,
         stop: Callable[[], bool] = lambda: False,
         max_bytes: int = 1 << 62,
-    ) -> list[Delivery]:
+    ) -> list[LeasedEntry]:
         """Lease up to ``limit`` messages, waiting up to ``wait`` s for the first one."""
         give_up = self.clock() + wait
         with self.cond:
@@ -190,11 +190,11 @@ class Backlog:
 
     def _take(
         self, now: float, limit: int, deadline_s: float, holder: Holder | None, max_bytes: int
-    ) -> list[Delivery]:
+    ) -> list[LeasedEntry]:
         room, room_bytes = holder.room() if holder is not None else (1 << 30, 1 << 62)
         room = min(room, limit)
         room_bytes = min(room_bytes, max_bytes)
-        batch: list[Delivery] = []
+        batch: list[LeasedEntry] = []
         if room <= 0 or room_bytes <= 0:
             return batch
         self._retry.extend(self._again)
@@ -220,7 +220,7 @@ class Backlog:
             ack_id = f"{_ACK_PREFIX}-{next(_ACK_COUNTER):x}"
             self._leases[ack_id] = _Lease(entry, deadline, holder)
             heapq.heappush(self._expiry, (deadline, ack_id))
-            batch.append(Delivery(ack_id, entry))
+            batch.append(LeasedEntry(ack_id, entry))
             if self.faults.active and self.faults.delivered_twice():
                 self._again.append(Entry(entry.message, entry.size, entry.attempts))
         if holder is not None:

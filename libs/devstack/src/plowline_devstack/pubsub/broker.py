@@ -20,7 +20,7 @@ from google.pubsub_v1 import types
 
 from plowline_devstack.faults.pubsub import NO_FAULTS, PubSubFaults
 from plowline_devstack.pubsub import names
-from plowline_devstack.pubsub.backlog import Backlog, Delivery, Entry, Holder
+from plowline_devstack.pubsub.backlog import Backlog, Entry, Holder, LeasedEntry
 from plowline_devstack.pubsub.journal import Journal, NullJournal
 from plowline_devstack.pubsub.status import StatusError
 
@@ -230,7 +230,7 @@ class Broker:
         wait: float,
         holder: Holder | None = None,
         stop: Callable[[], bool] = lambda: False,
-    ) -> list[Delivery]:
+    ) -> list[LeasedEntry]:
         """Lease up to ``limit`` messages of subscription ``name``."""
         backlog = self.backlog(name)
         batch = backlog.pull(limit, deadline_s, wait, holder, stop, max_bytes=4 << 20)

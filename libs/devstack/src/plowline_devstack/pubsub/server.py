@@ -11,8 +11,7 @@ from pathlib import Path
 import grpc
 import structlog
 from google.api_core import exceptions as core_exceptions
-from google.pubsub_v1 import PublisherClient
-from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+from plowline_cloud.clients import GRPC_OPTIONS, publish_api_client
 
 from plowline_devstack.faults.plan import parse_faults
 from plowline_devstack.faults.pubsub import NO_FAULTS, PubSubFaults
@@ -25,8 +24,7 @@ _log = structlog.get_logger("plowline.pubsub")
 _WORKERS = 96
 _OPTIONS = [
     ("grpc.so_reuseport", 0),  # otherwise two emulators can silently share a port
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
+    *GRPC_OPTIONS,  # the clients' own: whatever they send or ask for, the server takes
 ]
 
 
@@ -103,10 +101,8 @@ class PubSubEmulator:
 
 def wait_until_ready(host: str, port: int, timeout: float = 10.0) -> None:
     """Block until the official client can list topics on ``host:port``, or raise TimeoutError."""
-    channel = grpc.insecure_channel(f"{host}:{port}")
-    client = PublisherClient(transport=PublisherGrpcTransport(channel=channel))
     give_up = time.monotonic() + timeout
-    try:
+    with publish_api_client(f"{host}:{port}") as client:
         while True:
             try:
                 client.list_topics(
@@ -119,8 +115,6 @@ def wait_until_ready(host: str, port: int, timeout: float = 10.0) -> None:
                         f"Pub/Sub emulator on {host}:{port} not ready: {error}"
                     ) from error
                 time.sleep(0.1)
-    finally:
-        channel.close()
 
 
 @contextmanager

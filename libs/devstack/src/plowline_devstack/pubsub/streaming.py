@@ -21,7 +21,7 @@ from google.pubsub_v1 import types
 
 from plowline_devstack.faults.pubsub import UNAVAILABLE_MESSAGE
 from plowline_devstack.pubsub import names
-from plowline_devstack.pubsub.backlog import Backlog, Delivery, Holder
+from plowline_devstack.pubsub.backlog import Backlog, Holder, LeasedEntry
 from plowline_devstack.pubsub.broker import MAX_ACK_DEADLINE, MIN_ACK_DEADLINE, Broker
 from plowline_devstack.pubsub.status import StatusError
 
@@ -32,7 +32,7 @@ _IDLE_WAIT = 5.0
 _log = structlog.get_logger("plowline.pubsub")
 
 
-def fill(target: Any, batch: list[Delivery], with_attempts: bool) -> None:
+def fill(target: Any, batch: list[LeasedEntry], with_attempts: bool) -> None:
     """Append ``batch`` to a repeated ``ReceivedMessage`` field."""
     for delivery in batch:
         received = target.add()

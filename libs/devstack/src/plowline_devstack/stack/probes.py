@@ -11,8 +11,8 @@ from collections.abc import Callable
 import grpc
 from google.api_core.exceptions import GoogleAPIError
 from google.api_core.retry import Retry
+from plowline_cloud.clients import bigquery_client, publisher_client, storage_client
 
-from plowline_devstack.clients import bigquery_client, publisher_client, storage_client
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack.servers import BIGQUERY, PUBSUB, STORAGE
 
@@ -29,7 +29,7 @@ def answers(name: str, endpoints: Endpoints) -> bool:
 
 
 def _probe_pubsub(endpoints: Endpoints) -> None:
-    client = publisher_client(endpoints)
+    client = publisher_client(endpoints.pubsub_target)
     try:
         client.list_topics(
             request={"project": f"projects/{endpoints.project}"}, timeout=_PROBE_TIMEOUT, retry=None
@@ -39,13 +39,13 @@ def _probe_pubsub(endpoints: Endpoints) -> None:
 
 
 def _probe_bigquery(endpoints: Endpoints) -> None:
-    with bigquery_client(endpoints) as client:
+    with bigquery_client(endpoints.project, endpoints.bigquery_url) as client:
         retry = Retry(deadline=_PROBE_TIMEOUT)
         list(client.list_datasets(max_results=1, retry=retry, timeout=_PROBE_TIMEOUT))
 
 
 def _probe_storage(endpoints: Endpoints) -> None:
-    client = storage_client(endpoints)
+    client = storage_client(endpoints.project, endpoints.storage_url)
     list(client.list_buckets(max_results=1, timeout=_PROBE_TIMEOUT, retry=None))
 
 

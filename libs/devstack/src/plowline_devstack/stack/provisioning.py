@@ -12,6 +12,12 @@ import contextlib
 
 from google.api_core.exceptions import AlreadyExists, Conflict
 from google.cloud import bigquery
+from plowline_cloud.clients import (
+    bigquery_client,
+    publisher_client,
+    storage_client,
+    subscriber_client,
+)
 from plowline_core.event.fields import (
     ATOMIC_COLUMNS,
     V2_ATOMIC_COLUMNS,
@@ -19,13 +25,7 @@ from plowline_core.event.fields import (
     V2_PARTITION_COLUMN,
 )
 
-from plowline_devstack.clients import (
-    BIGQUERY_RETRY,
-    bigquery_client,
-    publisher_client,
-    storage_client,
-    subscriber_client,
-)
+from plowline_devstack.bigquery_retry import BIGQUERY_RETRY
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack.config import StackConfig, load_config
 
@@ -51,13 +51,13 @@ def provision(config: StackConfig, endpoints: Endpoints, *, pubsub: bool = True)
 
 def provision_pubsub(config: StackConfig, endpoints: Endpoints) -> None:
     """Create the topics and subscriptions."""
-    publisher = publisher_client(endpoints)
+    publisher = publisher_client(endpoints.pubsub_target)
     for topic in config.topics:
         with contextlib.suppress(AlreadyExists):
             publisher.create_topic(
                 name=publisher.topic_path(config.project, topic), timeout=_TIMEOUT
             )
-    subscriber = subscriber_client(endpoints)
+    subscriber = subscriber_client(endpoints.pubsub_target)
     with subscriber:
         for name, topic in config.subscriptions.items():
             with contextlib.suppress(AlreadyExists):
@@ -71,7 +71,7 @@ def provision_pubsub(config: StackConfig, endpoints: Endpoints) -> None:
 
 def provision_bigquery(config: StackConfig, endpoints: Endpoints) -> None:
     """Create the dataset and the events table with the atomic columns (2.x's table for 2.x)."""
-    client = bigquery_client(endpoints)
+    client = bigquery_client(endpoints.project, endpoints.bigquery_url)
     v2 = config.table_layout == "2.x"
     with client:
         dataset = bigquery.Dataset(f"{config.project}.{config.dataset}")
@@ -89,7 +89,7 @@ def provision_bigquery(config: StackConfig, endpoints: Endpoints) -> None:
 
 def provision_storage(config: StackConfig, endpoints: Endpoints) -> None:
     """Create the buckets."""
-    client = storage_client(endpoints)
+    client = storage_client(endpoints.project, endpoints.storage_url)
     for bucket in config.buckets:
         with contextlib.suppress(Conflict):
             client.create_bucket(bucket, timeout=_TIMEOUT)

@@ -1,6 +1,6 @@
 """What the batch reads of a message, and the times a message and its row carry.
 
-``Message`` is a protocol: a pulled Pub/Sub message (``source.delivery.PulledMessage``)
+``Message`` is a protocol: a pulled Pub/Sub message (``plowline_cloud.pubsub.pulled.PulledMessage``)
 and a line read from a file (``InboundMessage``) are both one. ``violation_time`` is the moment a
 size violation is stamped with; the latencies are the ``BatchOutcome``'s.
 
@@ -22,7 +22,7 @@ class Message(Protocol):
     """What the pipeline reads of a message: an ``InboundMessage``, or a pulled Pub/Sub message.
 
     Notes:
-        Pulled messages are read as they are (``source.delivery.PulledMessage``): no
+        Pulled messages are read as they are (``plowline_cloud.pubsub.pulled.PulledMessage``): no
         second object per message, since a partition holds thousands of them. The publish time is microseconds since the
         epoch, made a ``datetime`` only where one is needed (a size violation's stamp).
     """

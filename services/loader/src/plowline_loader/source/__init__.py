@@ -3,8 +3,9 @@
 pubsub_source   the ``pubsub`` data source (driver-side offsets, executor-side pulls)
 pulls           a partition's descriptor and its bounded pulls (both sources)
 processing      the source whose ``read()`` runs the loader's partition function
-subscription    one subscription's pull, ack, nack and modack calls (GAPIC)
 lease           extending the ack deadline of a task's deliveries while it works
 acking          ``AckingPartition``: lease, process, then ack or nack
-delivery        what a delivery is (ack id, subscription), as plain values
+
+A subscription's pull, ack, nack and modack calls and the pulled message itself are the
+Pub/Sub adapter's (``plowline_cloud.pubsub.subscription``, ``plowline_cloud.pubsub.pulled``).
 """

@@ -38,18 +38,18 @@ from functools import partial
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import structlog
+from plowline_cloud.pubsub.pulled import AckHandle
 from plowline_core.errors import PlowlineError
 
-from plowline_loader.source.delivery import Delivery
 from plowline_loader.source.lease import LeaseExtender
 
 if TYPE_CHECKING:
-    from plowline_loader.source.subscription import Subscription
+    from plowline_cloud.pubsub.subscription import Subscription
 
 _log = structlog.get_logger("plowline.loader.source")
 
 
-_D = TypeVar("_D", bound=Delivery)
+_D = TypeVar("_D", bound=AckHandle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class AckingPartition(Generic[_D]):
         batch = list(rows)
         if not batch:
             return Settlement()
-        from plowline_loader.source.subscription import Subscription
+        from plowline_cloud.pubsub.subscription import Subscription
 
         ack_ids = _ack_ids_by_subscription(batch)
         subscriptions = {path: Subscription(path, self.emulator_host) for path in ack_ids}

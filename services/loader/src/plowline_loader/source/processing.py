@@ -44,7 +44,7 @@ from plowline_loader.source.pubsub_source import (
 from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 
 if TYPE_CHECKING:
-    from plowline_loader.source.delivery import PulledMessage
+    from plowline_cloud.pubsub.pulled import PulledMessage
 
 REPORT_SCHEMA = StructType([StructField("report", BinaryType(), False)])
 """One row per result of the partition function: the pickled result."""

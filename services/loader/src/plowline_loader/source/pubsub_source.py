@@ -83,9 +83,8 @@ from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
-
-    from plowline_loader.source.delivery import PulledMessage
-    from plowline_loader.source.subscription import Subscription
+    from plowline_cloud.pubsub.pulled import PulledMessage
+    from plowline_cloud.pubsub.subscription import Subscription
 
 _log = structlog.get_logger("plowline.loader.source")
 
@@ -290,7 +289,7 @@ class PubSubStreamReader(DataSourceStreamReader):
             _log.warning("probe not handed back", error=str(error))
 
     def _driver_subscription(self) -> Subscription:
-        from plowline_loader.source.subscription import Subscription
+        from plowline_cloud.pubsub.subscription import Subscription
 
         if self._subscription is None:
             self._subscription = Subscription(self.options.subscription, self.options.emulator_host)

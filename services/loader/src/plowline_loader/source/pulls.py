@@ -17,8 +17,8 @@ from plowline_core.errors import TransientError
 from pyspark.sql.datasource import InputPartition
 
 if TYPE_CHECKING:
-    from plowline_loader.source.delivery import PulledMessage
-    from plowline_loader.source.subscription import Subscription
+    from plowline_cloud.pubsub.pulled import PulledMessage
+    from plowline_cloud.pubsub.subscription import Subscription
 
 _log = structlog.get_logger("plowline.loader.source")
 
@@ -65,7 +65,7 @@ def pull_size(
         behind a pull of small ones (one pull can then exceed the ceiling, at most by
         ``MAX_PULL`` messages; the pull after it is sized by them).
     """
-    from plowline_loader.source.subscription import MAX_PULL
+    from plowline_cloud.pubsub.subscription import MAX_PULL
 
     ceiling = max(partition.max_bytes, PULL_CEILING_BYTES)
     by_bytes = max(1, (ceiling - size) // max(1, largest))
@@ -82,7 +82,7 @@ def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
         lease extender tries again; one whose lease lapses first is delivered again: a
         duplicate, which every mode absorbs, never a loss). Other errors fail the task.
     """
-    from plowline_loader.source.subscription import Subscription
+    from plowline_cloud.pubsub.subscription import Subscription
 
     subscription = Subscription(partition.subscription, partition.emulator_host)
     if partition.prefetched:

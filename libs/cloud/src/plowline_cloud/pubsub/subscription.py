@@ -1,9 +1,12 @@
-"""One Pub/Sub subscription as the Spark source sees it: pull, ack, extend, nack.
+"""Pull from one subscription on demand and settle by ack id: pull, ack, modack, nack.
+
+The loader's Spark source pulls through this (``plowline_loader.source``): unary Pull, the
+messages as plain ``PulledMessage`` values, settled later, by ack id, from another task.
 
 Notes:
     ``SubscriberClient`` is neither picklable nor cheap, so every Python process (the
-    driver-side reader process, each executor Python worker) builds one per endpoint on
-    first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
+    loader's driver-side reader process, each executor Python worker) builds one per
+    endpoint on first use and keeps it (``subscriber_for``). Partition descriptors carry the endpoint,
     never a client. A forked child rebuilds its client: gRPC channels do not survive fork.
     Google errors leave this module as plowline errors (``TransientError`` and so on),
     transient ones only after each call retried them for ``RETRY_FOR_S``.
@@ -14,8 +17,6 @@ Notes:
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
@@ -28,10 +29,11 @@ from google.pubsub_v1.types import (
     PullRequest,
     PullResponse,
 )
+
 from plowline_cloud.clients import subscribe_api_client
 from plowline_cloud.errors import translated
-
-from plowline_loader.source.delivery import PulledMessage
+from plowline_cloud.per_process import PerProcess
+from plowline_cloud.pubsub.pulled import PulledMessage
 
 # Pub/Sub takes at most 1000 messages per pull; ack/modack requests stay well under the
 # 512 KiB request limit at this many ids.
@@ -40,7 +42,7 @@ _ID_CHUNK = 1000
 _RPC_TIMEOUT_S = 30.0
 RETRY_FOR_S = 30.0
 """How long one call retries transient errors (backoff 0.1 s doubling to 2 s) before it
-raises ``TransientError``; what its caller then does is in ``pubsub_source``."""
+raises ``TransientError``; what the loader then does is in ``plowline_loader.source.pubsub_source``."""
 _TRANSIENT = (
     gexc.ServiceUnavailable,
     gexc.Aborted,
@@ -66,25 +68,11 @@ _RETRY = _retry(*_TRANSIENT, gexc.DeadlineExceeded)
 _PULL_RETRY = _retry(*_TRANSIENT)
 
 _Request = TypeVar("_Request", PullRequest, AcknowledgeRequest, ModifyAckDeadlineRequest)
-_clients: dict[str | None, tuple[int, SubscriberClient]] = {}
-_clients_lock = threading.Lock()
+subscriber_for: PerProcess[str | None, SubscriberClient] = PerProcess(subscribe_api_client)
+"""This process's SubscriberClient for an emulator's ``host:port`` (None: Google).
 
-
-def subscriber_for(emulator_host: str | None) -> SubscriberClient:
-    """Return this process's SubscriberClient for ``emulator_host`` (None: Google).
-
-    Notes:
-        The Subscriber API's GAPIC client (``plowline_cloud.clients.subscribe_api_client``),
-        not the streaming one: importing only it saves every Spark Python worker ~1.5 s.
-    """
-    pid = os.getpid()
-    with _clients_lock:
-        cached = _clients.get(emulator_host)
-        if cached is not None and cached[0] == pid:
-            return cached[1]
-        client = subscribe_api_client(emulator_host)
-        _clients[emulator_host] = (pid, client)
-        return client
+The Subscriber API's GAPIC client (``plowline_cloud.clients.subscribe_api_client``), not
+the streaming one: importing only it saves every Spark Python worker ~1.5 s."""
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:

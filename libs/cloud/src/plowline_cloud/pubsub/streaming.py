@@ -1,18 +1,16 @@
-"""Pub/Sub adapters: a batching publisher and a subscriber (streaming pull and sync pull).
+"""Consume a subscription by streaming pull: ``PubSubSubscriber`` and the messages it hands over.
 
 Notes:
-    At least once: a publish counts only once its future resolved, and nothing is acked
-    automatically; every ``Delivery`` is acked, nacked or left to expire by its consumer.
-    The official client extends the lease of streamed messages while they are
-    outstanding (up to ``max_lease_seconds``); messages from ``pull_batch`` keep the
-    subscription's ack deadline unless the consumer calls ``extend``.
+    At least once: nothing is acked automatically; every ``PubSubReceivedMessage`` is
+    acked, nacked or left to expire by its consumer. The official client extends the
+    lease of streamed messages while they are outstanding (up to ``max_lease_seconds``).
+    Pulling on demand (unary Pull, the loader's executors) is ``subscription``'s.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,65 +18,22 @@ from typing import Any
 
 import google.cloud.pubsub_v1 as pubsub_v1  # type: ignore[import-untyped]  # no py.typed
 from google.api_core import exceptions as gexc
-from google.cloud.pubsub_v1.publisher.exceptions import MessageTooLargeError  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.futures import StreamingPullFuture  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.message import Message  # type: ignore[import-untyped]
 from google.cloud.pubsub_v1.subscriber.scheduler import ThreadScheduler  # type: ignore[import-untyped]
-from plowline_core.errors import PermanentError
 
 from plowline_cloud.errors import translated
 from plowline_cloud.liveness import ProgressWatch
 
-_ACK_BATCH = 1000  # Pub/Sub accepts at most this many ack ids per Acknowledge/ModifyAckDeadline
-
-
-class PubSubPublisher:
-    """Publish to one topic and wait until every message is durable (satisfies ``Publisher``)."""
-
-    def __init__(
-        self, client: pubsub_v1.PublisherClient, topic_path: str, timeout: float = 60.0
-    ) -> None:
-        self._client = client
-        self._topic = topic_path
-        self._timeout = timeout
-
-    @property
-    def topic_path(self) -> str:
-        """The full topic path (``projects/P/topics/T``)."""
-        return self._topic
-
-    def publish(
-        self, messages: Sequence[bytes], attributes: Mapping[str, str] | None = None
-    ) -> list[str]:
-        """Publish messages (batched by the client) and return their ids in order.
-
-        Notes:
-            Waits for every future within ``timeout`` seconds in total; raises
-            TransientError when any message could not be confirmed (some may have been
-            published: the caller republishes, the consumer tolerates duplicates).
-            Raises PermanentError, before anything is sent, when a message cannot fit one
-            publish request (10,000,000 bytes with the topic and framing): retrying the
-            same message cannot succeed, so the caller must make it smaller first.
-        """
-        attrs = dict(attributes or {})
-        operation = f"publish to {self._topic}"
-        sizes = [len(data) for data in messages]
-        with translated(operation):
-            try:
-                futures = [self._client.publish(self._topic, data, **attrs) for data in messages]
-            except MessageTooLargeError as error:
-                raise PermanentError(
-                    f"{operation}: a message of {max(sizes, default=0)} bytes does not fit "
-                    f"one Pub/Sub publish request ({error}); cut it below 10 MB"
-                ) from error
-        deadline = time.monotonic() + self._timeout
-        with translated(operation):
-            return [str(f.result(timeout=max(0.0, deadline - time.monotonic()))) for f in futures]
-
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
-    """One received message and the means to settle it (ack, nack, extend its lease)."""
+class PubSubReceivedMessage:
+    """One streamed message and the means to settle it (satisfies ``ReceivedMessage``).
+
+    Notes:
+        Settles through callbacks into the official client (ack, nack, extend its lease);
+        ``pulled.PulledMessage`` is the plain, picklable kind settled by ack id instead.
+    """
 
     data: bytes
     attributes: Mapping[str, str]
@@ -121,7 +76,9 @@ class _Held:
         self._published: dict[int, datetime] = {}
         self._next = 0
 
-    def track(self, delivery: Delivery) -> tuple[Delivery, Callable[[], None]]:
+    def track(
+        self, delivery: PubSubReceivedMessage
+    ) -> tuple[PubSubReceivedMessage, Callable[[], None]]:
         """Return the delivery wrapped to report its settling, and a give-back for failures."""
         with self._lock:
             key, self._next = self._next, self._next + 1
@@ -144,7 +101,7 @@ class _Held:
             delivery.on_nack()
             settle(False)
 
-        tracked = Delivery(
+        tracked = PubSubReceivedMessage(
             delivery.data,
             delivery.attributes,
             delivery.message_id,
@@ -166,8 +123,8 @@ class _Held:
         return max(0.0, (datetime.now(UTC) - oldest).total_seconds())
 
 
-def _from_streamed(message: Message) -> Delivery:
-    return Delivery(
+def _from_streamed(message: Message) -> PubSubReceivedMessage:
+    return PubSubReceivedMessage(
         data=bytes(message.data),
         attributes=dict(message.attributes),
         message_id=str(message.message_id),
@@ -181,7 +138,7 @@ def _from_streamed(message: Message) -> Delivery:
 
 
 class PubSubSubscriber:
-    """Consume one subscription: streaming pull with flow control, or sync ``pull_batch``.
+    """Consume one subscription by streaming pull, with flow control.
 
     Notes:
         ``max_messages`` / ``max_bytes`` bound what is held in memory (outstanding,
@@ -240,7 +197,7 @@ class PubSubSubscriber:
         reason = f"{type(error).__name__}: {error}" if error is not None else "closed"
         return f"streaming pull from {self._subscription} ended ({reason})"
 
-    def start(self, callback: Callable[[Delivery], None]) -> None:
+    def start(self, callback: Callable[[PubSubReceivedMessage], None]) -> None:
         """Open a streaming pull that calls ``callback`` for each message on worker threads."""
         with self._lock:
             if self.running:
@@ -271,7 +228,7 @@ class PubSubSubscriber:
 
         Notes:
             The subscription's backlog as this consumer sees it: when the backlog grows,
-            the messages delivered are older. Sync ``pull_batch`` messages are not counted.
+            the messages delivered are older.
         """
         return self._held.oldest_age_s()
 
@@ -301,61 +258,6 @@ class PubSubSubscriber:
         except gexc.Cancelled:  # pragma: no cover - cancellation is the expected end
             pass
 
-    def pull_batch(self, max_messages: int, timeout: float) -> list[Delivery]:
-        """Pull up to ``max_messages`` with one sync Pull; an empty list when none came in time."""
-        with translated(f"pull from {self._subscription}"):
-            try:
-                response = self._client.pull(
-                    request={"subscription": self._subscription, "max_messages": max_messages},
-                    timeout=timeout,
-                    retry=None,
-                )
-            except gexc.DeadlineExceeded:  # nothing arrived within the timeout
-                return []
-        return [self._from_pulled(received) for received in response.received_messages]
-
-    def acknowledge(self, ack_ids: Sequence[str]) -> None:
-        """Ack pulled messages in batches of up to 1000 ids."""
-        for chunk in _chunks(ack_ids):
-            with translated(f"acknowledge on {self._subscription}"):
-                self._client.acknowledge(
-                    request={"subscription": self._subscription, "ack_ids": chunk},
-                    timeout=self._timeout,
-                )
-
-    def extend(self, ack_ids: Sequence[str], seconds: int) -> None:
-        """Set the ack deadline of pulled messages to ``seconds`` from now (0 = nack)."""
-        for chunk in _chunks(ack_ids):
-            with translated(f"modify ack deadline on {self._subscription}"):
-                self._client.modify_ack_deadline(
-                    request={
-                        "subscription": self._subscription,
-                        "ack_ids": chunk,
-                        "ack_deadline_seconds": seconds,
-                    },
-                    timeout=self._timeout,
-                )
-
-    def nack(self, ack_ids: Sequence[str]) -> None:
-        """Give pulled messages back for redelivery now."""
-        self.extend(ack_ids, 0)
-
-    def _from_pulled(self, received: Any) -> Delivery:
-        message = received.message
-        ack_id = str(received.ack_id)
-        attempt = int(received.delivery_attempt or 0)
-        return Delivery(
-            data=bytes(message.data),
-            attributes=dict(message.attributes),
-            message_id=str(message.message_id),
-            publish_time=_utc(message.publish_time),
-            delivery_attempt=attempt or None,
-            ack_id=ack_id,
-            on_ack=lambda: self.acknowledge([ack_id]),
-            on_nack=lambda: self.nack([ack_id]),
-            on_extend=lambda seconds: self.extend([ack_id], seconds),
-        )
-
 
 def _executor(threads: int, subscription: str) -> ThreadPoolExecutor:
     name = subscription.rsplit("/", 1)[-1]
@@ -364,7 +266,3 @@ def _executor(threads: int, subscription: str) -> ThreadPoolExecutor:
 
 def _result(future: Future[Any], timeout: float | None) -> None:
     future.result(timeout=timeout)
-
-
-def _chunks(ids: Sequence[str]) -> list[list[str]]:
-    return [list(ids[i : i + _ACK_BATCH]) for i in range(0, len(ids), _ACK_BATCH)]

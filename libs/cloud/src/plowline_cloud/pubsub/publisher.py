@@ -1,27 +1,27 @@
-"""Publish a batch's messages in as few Publish requests as fit, and wait for each.
+"""Publish to a topic in as few Publish requests as fit, and wait for each: ``PubSubPublisher``.
 
-``RequestPublisher`` satisfies the ``Publisher`` port like ``pubsub.PubSubPublisher``, for
-a caller that already holds the whole batch (the loader's bad rows, failed inserts and
-types): it sends them itself, up to 1,000 messages and 10 MB a request, through the
-official client's GAPIC ``publish`` method (its retry and timeout), one request after
-the other, and returns once every request returned.
+Every publisher in plowline is this one (the loader's bad rows, failed inserts and types,
+the repeater's replay to the failedInserts topic): it sends a batch itself, up to 1,000
+messages and 10 MB a request, through the official client's GAPIC ``publish`` method (the
+batching client's retry, within one timeout), one request after the other, and returns
+once every request returned.
 
 Notes:
-    Why (CPU per event): the batching client turns every message into a proto-plus message and
-    a future, and hands each batch of at most 100 messages (1 MB) to a thread of its own
-    that commits it; for the loader's bad rows that was a twentieth of a Python worker's
-    CPU. Here each message is a raw protobuf message, built in C.
-    Same promises as ``PubSubPublisher``: returning means every message is durable; a
-    failed request raises ``TransientError`` (the requests before it were published: the
-    caller publishes the batch again, consumers tolerate duplicates), a topic that does
-    not exist ``PermanentError``. A message that cannot fit one request raises
-    ``PermanentError`` before anything is sent: retrying cannot succeed.
+    Why not the batching client (CPU per event): it turns every message into a proto-plus
+    message and a future, and hands each batch of at most 100 messages (1 MB) to a thread
+    of its own that commits it; for the loader's bad rows that was a twentieth of a Python
+    worker's CPU. Here each message is a raw protobuf message, built in C.
+    Returning means every message is durable; a failed request raises ``TransientError``
+    (the requests before it were published: the caller publishes the batch again,
+    consumers tolerate duplicates), a topic that does not exist ``PermanentError``. A
+    message that cannot fit one request raises ``PermanentError`` before anything is
+    sent: retrying cannot succeed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from google.api_core import exceptions as gexc
@@ -56,7 +56,7 @@ _RETRY = gretry.Retry(
 )
 
 
-class RequestPublisher:
+class PubSubPublisher:
     """Publish to one topic in whole Publish requests (satisfies ``Publisher``)."""
 
     def __init__(self, client: PublisherClient, topic_path: str, timeout: float = 60.0) -> None:
@@ -69,8 +69,10 @@ class RequestPublisher:
         """The full topic path (``projects/P/topics/T``)."""
         return self._topic
 
-    def publish(self, messages: Sequence[bytes]) -> list[str]:
-        """Publish ``messages`` and return their ids in order, once every one is durable.
+    def publish(
+        self, messages: Sequence[bytes], attributes: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Publish ``messages`` (each with ``attributes``) and return their ids in order, once durable.
 
         Raises:
             PermanentError: a message cannot fit one request (nothing sent), or the topic
@@ -78,7 +80,8 @@ class RequestPublisher:
             TransientError: a request failed within ``timeout`` seconds in total.
         """
         operation = f"publish to {self._topic}"
-        built = [PubsubMessage.pb()(data=data) for data in messages]
+        make = PubsubMessage.pb()
+        built = [make(data=data, attributes=attributes) for data in messages]
         budget = MAX_REQUEST_BYTES - len(self._topic.encode()) - _FRAMING
         largest = max((message.ByteSize() for message in built), default=0)
         if largest + _FRAMING > budget:
