@@ -37,7 +37,7 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   expire (or nacks them when it fails cleanly): Pub/Sub redelivers them to a later pull.
   A duplicate is possible (ack lost after a durable write); a loss is not.
 - **Pub/Sub refusing.** Every call retries transient errors (UNAVAILABLE, …) with backoff
-  for a bounded time (``subscription.RETRY_FOR_S``). Past that, a refused pull ends a
+  for a bounded time (``plowline_cloud.pubsub.subscription.RETRY_FOR_S``). Past that, a refused pull ends a
   partition's slice early and a refused probe plans no batch now (see ``pull_bounded``
   and ``latestOffset``): neither fails the task nor ends the query, and nothing is acked
   that is not durable. Non-transient errors still fail the task or end the query.
