@@ -174,7 +174,12 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
         return SchemaHold(enabled, self.missing_schema_bound)
 
     def options(self, pipeline: PipelineConfig | None = None) -> LoaderOptions:
-        """Return the core option object (validated there too); 2.x's column keys from ``pipeline``."""
+        """Return the core option object, 2.x's column keys from ``pipeline``.
+
+        Notes:
+            Every value it takes from these settings is already held to its range by the
+            fields above, so it is built where it is used (``bootstrap``), not at load.
+        """
         v2 = pipeline.v2 if pipeline is not None else None
         return LoaderOptions(
             column_mode=self.column_mode,
@@ -196,7 +201,6 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
     given = {key: value for key, value in values.items() if value is not None}
     try:
         settings = LoaderSettings(**given)
-        settings.options()
         settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
