@@ -41,6 +41,7 @@ from plowline_loader.batch.announcements import DEFAULT_REPUBLISH_AFTER_S
 from plowline_loader.batch.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
+from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
@@ -65,7 +66,7 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     partitions: PositiveInt = 2
     trigger_interval: NonNegativeFloat | None = None
     grace_period: PositiveFloat = 30.0
-    ack_deadline: int = Field(60, ge=10, le=600)
+    ack_deadline: int = Field(60, ge=MIN_DEADLINE_S, le=MAX_DEADLINE_S)
     lease_interval: PositiveFloat = 20.0
     pull_timeout: PositiveFloat = 1.0
     schema_refresh: PositiveFloat = 60.0
