@@ -50,9 +50,7 @@ _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
 class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything ``plowline-loader run`` and ``backfill`` need."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
     resolver: str | Path  # or iglu_config (2.x's name)
