@@ -34,6 +34,8 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
+    field_validator,
 )
 from pydantic_settings import SettingsConfigDict
 
@@ -94,6 +96,16 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     #: seconds before a type still without a column (e.g. the table at BigQuery's column
     #: limit) is announced again; 2.x: retries.tooManyColumns.delay
     too_many_columns_delay: PositiveFloat = DEFAULT_REPUBLISH_AFTER_S
+
+    @field_validator("lease_interval")
+    @classmethod
+    def _lease_below_deadline(cls, value: float, info: ValidationInfo) -> float:
+        """Hold the lease interval below the ack deadline (``source.lease``: a lease must
+        survive one failed extension)."""
+        deadline = info.data.get("ack_deadline")  # absent when it was invalid itself
+        if deadline is not None and value >= deadline:
+            raise ValueError(f"must be below --ack-deadline ({value} >= {deadline})")
+        return value
 
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.
@@ -204,9 +216,4 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
     except ValidationError as error:
         raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
     settings.webhook()
-    if settings.lease_interval >= settings.ack_deadline:
-        raise ConfigError(
-            f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "
-            f"({settings.lease_interval} >= {settings.ack_deadline})"
-        )
     return settings
