@@ -188,8 +188,9 @@ def start_health_server(
 
     With ``details``, ``/readyz`` answers JSON: ``{"ready": …, **details()}`` (what the
     service waits on); without, ``ready`` or ``not ready`` as text. With ``liveness``
-    (``ProgressWatch.details``), ``/healthz`` answers its JSON, 503 when ``alive`` is false;
-    without, a constant ``ok``.
+    (``ProgressWatch.details``), ``/healthz`` answers its JSON and a ``status`` (``ok``, or
+    ``stalled`` with 503 when ``alive`` is false); without, a constant ``ok``. The answers
+    are :func:`health_answer` and :func:`ready_answer`, which the mutator's API serves too.
     """
     collectors = registry.registry if isinstance(registry, MetricsRegistry) else registry
     handler = _handler_class(collectors, ready, details, liveness)
@@ -210,9 +211,17 @@ def _is_ready(ready: Callable[[], bool]) -> bool:
         return False
 
 
-def _readyz(
-    ready: Callable[[], bool], details: Callable[[], Mapping[str, Any]] | None
-) -> tuple[int, bytes, str]:
+ProbeAnswer = tuple[int, bytes, str]
+"""A probe's answer: HTTP status, body, content type (whatever server sends it)."""
+
+
+def ready_answer(
+    ready: Callable[[], bool], details: Callable[[], Mapping[str, Any]] | None = None
+) -> ProbeAnswer:
+    """Return ``/readyz``'s answer: 200 if ``ready()`` else 503 (see :func:`start_health_server`).
+
+    A ``ready`` or ``details`` that raises reads as not ready, or as ``detailsError``.
+    """
     up = _is_ready(ready)
     status = 200 if up else 503
     if details is None:
@@ -224,11 +233,17 @@ def _readyz(
     return status, body, "application/json"
 
 
-def _healthz(liveness: Callable[[], Mapping[str, Any]] | None) -> tuple[int, bytes, str]:
+def health_answer(liveness: Callable[[], Mapping[str, Any]] | None) -> ProbeAnswer:
+    """Return ``/healthz``'s answer: ``ok``, or ``liveness()`` as JSON with its ``status``.
+
+    ``status`` is ``ok`` while ``alive``, else ``stalled`` and the answer 503.
+    """
     if liveness is None:
         return 200, b"ok\n", "text/plain"
     state = liveness()
-    return (200 if state.get("alive") else 503), orjson.dumps(state), "application/json"
+    alive = bool(state.get("alive"))
+    body = orjson.dumps({"status": "ok" if alive else "stalled", **state})
+    return (200 if alive else 503), body, "application/json"
 
 
 def _handler_class(
@@ -241,9 +256,9 @@ def _handler_class(
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/healthz":
-                self._answer(*_healthz(liveness))
+                self._answer(*health_answer(liveness))
             elif path == "/readyz":
-                self._answer(*_readyz(ready, details))
+                self._answer(*ready_answer(ready, details))
             elif path == "/metrics":
                 self._answer(200, generate_latest(collectors), CONTENT_TYPE_LATEST)
             else:

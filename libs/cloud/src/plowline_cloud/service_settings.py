@@ -2,7 +2,8 @@
 
 Each service's settings (``LoaderSettings``, ``MutatorSettings``, ``RepeaterSettings``,
 ``DeadLetterSettings``) are a pydantic-settings class of their own, flags over
-``PLOWLINE_<SERVICE>_*`` variables over defaults; what they all read the same way is here.
+``PLOWLINE_<SERVICE>_*`` variables over defaults; what they all read the same way is here,
+and the rules they all keep (``ServiceSettings``: ``extra="forbid"``, frozen).
 
 Notes:
     The endpoints are read from the variables the Google clients and the local stack know
@@ -23,10 +24,16 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name.lower(), name)
 
 
-class EmulatorEndpoints(BaseSettings):
-    """Where the local stand-ins listen (all unset on Google Cloud)."""
+class ServiceSettings(BaseSettings):
+    """The rules every service's settings keep: a misspelt key is an error, fields are set
+    by name or alias, and nothing changes once validated (a subclass adds its
+    ``env_prefix``)."""
 
     model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class EmulatorEndpoints(ServiceSettings):
+    """Where the local stand-ins listen (all unset on Google Cloud)."""
 
     pubsub_emulator_host: str | None = Field(None, validation_alias=_env("PUBSUB_EMULATOR_HOST"))
     bigquery_emulator_host: str | None = Field(
@@ -38,7 +45,7 @@ class EmulatorEndpoints(BaseSettings):
     )
 
 
-class IgluConfigAlias(BaseSettings):
+class IgluConfigAlias(ServiceSettings):
     """Settings with a ``resolver`` that Snowplow 2.x names ``iglu_config`` (``--iglu-config``).
 
     Notes:

@@ -25,13 +25,13 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
 from plowline_core.errors import ConfigError
-from plowline_core.v2_config import V2_NAME, V2Config, is_v2_document, parse_v2
+from plowline_core.v2_config import V2_NAME, V2Config, is_v2_document, leaf_paths, parse_v2
 from plowline_core.v2_names import V2Names
 
 V1_NAME = "Snowplow 1.x HOCON config"
@@ -157,7 +157,7 @@ def _from_v1(tree: Mapping[str, Any]) -> PipelineConfig:
         repeater=_table(tree, "repeater", bigquery),
         failed_inserts_subscription=_text(tree, "repeater.input.subscription", required=False),
         dead_end_bucket=_text(tree, "repeater.output.deadLetters.bucket", required=False),
-        unmapped=tuple(path for path in _leaves(tree, "") if path not in _READ),
+        unmapped=tuple(path for path in leaf_paths(tree) if path not in _READ),
         layout="1.x",
     )
 
@@ -218,11 +218,3 @@ def _text(tree: Mapping[str, Any], path: str, required: bool = True) -> Any:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{path}: must be a non-empty string, got {value!r}")
     return value
-
-
-def _leaves(node: Any, prefix: str) -> Iterator[str]:
-    if isinstance(node, Mapping) and node:
-        for key, child in node.items():
-            yield from _leaves(child, f"{prefix}.{key}" if prefix else str(key))
-    else:
-        yield prefix

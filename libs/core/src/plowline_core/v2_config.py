@@ -194,7 +194,7 @@ def parse_v2(document: Mapping[str, Any]) -> V2Config:
     _refuse_other_streams(document)
     tree = _merged(_DEFAULTS, document)
     by_reason: dict[str, list[str]] = {}
-    for path in _leaves(document, ""):
+    for path in leaf_paths(document):
         if path not in _HONOURED and not path.startswith(_HONOURED_PREFIXES):
             by_reason.setdefault(_reason(path), []).append(path)
     ignored = tuple(f"{', '.join(paths)} ({reason})" for reason, paths in by_reason.items())
@@ -353,9 +353,10 @@ def _criteria(tree: Mapping[str, Any], path: str) -> tuple[SchemaCriterion, ...]
         raise ConfigError(f"{path}: {error}") from None
 
 
-def _leaves(node: Any, prefix: str) -> Iterator[str]:
+def leaf_paths(node: Any, prefix: str = "") -> Iterator[str]:
+    """Yield the dotted path of every leaf of a config tree (``a.b.c``), in document order."""
     if isinstance(node, Mapping) and node:
         for key, child in node.items():
-            yield from _leaves(child, f"{prefix}.{key}" if prefix else str(key))
+            yield from leaf_paths(child, f"{prefix}.{key}" if prefix else str(key))
     else:
         yield prefix

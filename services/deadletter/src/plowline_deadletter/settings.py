@@ -28,9 +28,7 @@ ENV_PREFIX = "PLOWLINE_DEADLETTER_"
 class DeadLetterSettings(EmulatorEndpoints):
     """Everything ``plowline-deadletter run`` needs."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
     #: both required, except with a 2.x config (plowline_core.v2_names derives them)

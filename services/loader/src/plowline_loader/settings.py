@@ -34,6 +34,8 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
+    field_validator,
 )
 from pydantic_settings import SettingsConfigDict
 
@@ -41,6 +43,7 @@ from plowline_loader.batch.announcements import DEFAULT_REPUBLISH_AFTER_S
 from plowline_loader.batch.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
 from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
+from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
@@ -49,9 +52,7 @@ _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
 class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything ``plowline-loader run`` and ``backfill`` need."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
     resolver: str | Path  # or iglu_config (2.x's name)
@@ -65,7 +66,7 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     partitions: PositiveInt = 2
     trigger_interval: NonNegativeFloat | None = None
     grace_period: PositiveFloat = 30.0
-    ack_deadline: int = Field(60, ge=10, le=600)
+    ack_deadline: int = Field(60, ge=MIN_DEADLINE_S, le=MAX_DEADLINE_S)
     lease_interval: PositiveFloat = 20.0
     pull_timeout: PositiveFloat = 1.0
     schema_refresh: PositiveFloat = 60.0
@@ -95,6 +96,16 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     #: seconds before a type still without a column (e.g. the table at BigQuery's column
     #: limit) is announced again; 2.x: retries.tooManyColumns.delay
     too_many_columns_delay: PositiveFloat = DEFAULT_REPUBLISH_AFTER_S
+
+    @field_validator("lease_interval")
+    @classmethod
+    def _lease_below_deadline(cls, value: float, info: ValidationInfo) -> float:
+        """Hold the lease interval below the ack deadline (``source.lease``: a lease must
+        survive one failed extension)."""
+        deadline = info.data.get("ack_deadline")  # absent when it was invalid itself
+        if deadline is not None and value >= deadline:
+            raise ValueError(f"must be below --ack-deadline ({value} >= {deadline})")
+        return value
 
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.
@@ -174,7 +185,12 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
         return SchemaHold(enabled, self.missing_schema_bound)
 
     def options(self, pipeline: PipelineConfig | None = None) -> LoaderOptions:
-        """Return the core option object (validated there too); 2.x's column keys from ``pipeline``."""
+        """Return the core option object, 2.x's column keys from ``pipeline``.
+
+        Notes:
+            Every value it takes from these settings is already held to its range by the
+            fields above, so it is built where it is used (``bootstrap``), not at load.
+        """
         v2 = pipeline.v2 if pipeline is not None else None
         return LoaderOptions(
             column_mode=self.column_mode,
@@ -196,14 +212,8 @@ def load_settings(values: Mapping[str, Any]) -> LoaderSettings:
     given = {key: value for key, value in values.items() if value is not None}
     try:
         settings = LoaderSettings(**given)
-        settings.options()
         settings.webhook_tag_map()
     except ValidationError as error:
         raise ConfigError(describe_errors(error, ENV_PREFIX, _FLAG_NAMES)) from None
     settings.webhook()
-    if settings.lease_interval >= settings.ack_deadline:
-        raise ConfigError(
-            f"--lease-interval ({ENV_PREFIX}LEASE_INTERVAL) must be below --ack-deadline "
-            f"({settings.lease_interval} >= {settings.ack_deadline})"
-        )
     return settings

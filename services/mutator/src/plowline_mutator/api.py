@@ -11,6 +11,10 @@
     GET  /healthz  /readyz  /metrics                    probes: never need the token
     GET  /openapi.json  /docs                           the API's document
 
+The probes answer what every command's health server answers (``plowline_cloud.metrics``:
+``health_answer``, ``ready_answer``; the gauges of ``plowline_cloud.liveness``), on the
+API's own port and event loop.
+
 Every route but the probes needs ``Authorization: Bearer <token>`` (401 otherwise); GET
 routes are opened to all by ``open_reads`` (``--open-read-access``). Bodies over
 ``max_body_bytes`` get 413. Both are checked by the ``gate`` before a body is read.
@@ -35,6 +39,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
+from plowline_cloud.metrics import ProbeAnswer, health_answer, ready_answer
 from plowline_core.errors import PermanentError, RegistryUnavailable, TransientError
 from plowline_core.iglu.key import SchemaKey
 from plowline_core.iglu.resolver import SchemaNotFound
@@ -89,7 +94,7 @@ class ApiContext:
     registries: Callable[[], list[dict[str, Any]]] = list  # Iglu registries in an outage
     open_reads: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    liveness: Callable[[], Mapping[str, Any]] | None = None  # ProgressWatch.details
+    liveness: Callable[[], Mapping[str, Any]] = lambda: {"alive": True}  # ProgressWatch.details
 
     def access(self) -> Access:
         """Return the gate's rules for this context."""
@@ -207,28 +212,20 @@ def build_api(context: ApiContext) -> FastAPI:
             503: {"model": Health, "description": "held types made no progress for too long"},
         },
     )
-    async def healthz() -> JSONResponse:
+    async def healthz() -> Response:
         """Say the process is alive: 503 once held types make no progress for too long."""
         # The probes are ``async``: they answer on the event loop, never waiting for a
         # thread of the pool that API calls (BigQuery, Iglu) can hold all of.
-        if context.liveness is None:
-            return JSONResponse({"status": "ok"})
-        state = dict(context.liveness())
-        return JSONResponse(
-            {"status": "ok" if state["alive"] else "stalled", **state},
-            status_code=200 if state["alive"] else 503,
-        )
+        return _probe(health_answer(context.liveness))
 
     @app.get(
         "/readyz",
         response_model=Readiness,
         responses={503: {"model": Readiness, "description": "not ready"}, **TOO_LARGE},
     )
-    async def readyz() -> JSONResponse:
+    async def readyz() -> Response:
         """Say whether the mutator is ready (its listener runs) and which registries fail."""
-        ready = context.ready()
-        body = {"ready": ready, "registries": context.registries()}
-        return JSONResponse(body, status_code=200 if ready else 503)
+        return _probe(ready_answer(context.ready, lambda: {"registries": context.registries()}))
 
     @app.get(
         "/metrics",
@@ -247,6 +244,12 @@ def build_api(context: ApiContext) -> FastAPI:
 
     _allow_every_method_of_a_path(app)
     return app
+
+
+def _probe(answer: ProbeAnswer) -> Response:
+    """Send a probe's answer as the health server of every other command does."""
+    status, body, content_type = answer
+    return Response(body, status_code=status, media_type=content_type)
 
 
 def _allow_every_method_of_a_path(app: FastAPI) -> None:

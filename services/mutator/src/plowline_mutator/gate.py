@@ -22,17 +22,10 @@ Notes:
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from plowline_cloud.asgi import AsgiApp, Receive, Scope, Send, replay_body
 
 #: Routes that answer without a token: liveness, readiness, Prometheus.
 PROBES = frozenset({"/healthz", "/readyz", "/metrics"})
@@ -84,7 +77,7 @@ class AccessGate:
         if body is None:
             await _answer(send, 413, _too_large(limit))
             return
-        await self._app(scope, _replay(body, receive), send)
+        await self._app(scope, replay_body(body, receive), send)
 
 
 def _declared_length(headers: dict[bytes, bytes]) -> int:
@@ -109,19 +102,6 @@ async def _read_at_most(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # after the body: wait for the disconnect, as a server does
-
-    return replay
 
 
 def _too_large(limit: int) -> str:

@@ -49,9 +49,7 @@ _FROM_ARGS = (
 class MutatorSettings(EmulatorEndpoints, IgluConfigAlias):
     """Everything the mutator needs to start, validated once."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     config: str | Path | None = None  # a path or base64 (plowline_cloud.config_source)
     resolver: str | Path | None = None

@@ -57,7 +57,7 @@ from plowline_core.distinct_rows import DistinctRowSink
 from plowline_core.errors import ConfigError
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.pipeline_config import PipelineConfig
-from plowline_core.ports import RowSink
+from plowline_core.ports import Clock, RowSink
 
 from plowline_repeater.metrics import RepeaterMetrics
 from plowline_repeater.progress import ProgressBar
@@ -129,6 +129,27 @@ def reinsert_sink(
     return BigQueryRowSink(bigquery, table_ref, schema)
 
 
+def _events_table(
+    config: BigQueryConfig,
+    endpoints: EmulatorEndpoints,
+    ledger_table: str | None,
+    schema_refresh_s: float,
+    clock: Clock,
+) -> tuple[Client, BigQueryTableSchemaStore, RowSink]:
+    """Return the BigQuery client, the events table's schema store and its re-insert sink."""
+    bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
+    schema = BigQueryTableSchemaStore(bigquery, config.table_ref, schema_refresh_s, clock)
+    sink = reinsert_sink(
+        config.load,
+        bigquery,
+        config.table_ref,
+        schema,
+        endpoints.bigquery_emulator_grpc_host,
+        ledger_table,
+    )
+    return bigquery, schema, sink
+
+
 def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
     """Repeat failed inserts until SIGTERM; return the exit code."""
     pipeline = load_config(settings.config)
@@ -143,17 +164,10 @@ def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
         )
     bucket, prefix = parse_gcs_url(options.dead_end_bucket or "")
     clock = SystemClock()
-    bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
-    schema = BigQueryTableSchemaStore(bigquery, config.table_ref, settings.schema_refresh, clock)
-    registry = MetricsRegistry("repeater")
-    sink = reinsert_sink(
-        config.load,
-        bigquery,
-        config.table_ref,
-        schema,
-        endpoints.bigquery_emulator_grpc_host,
-        settings.ledger_table,
+    bigquery, schema, sink = _events_table(
+        config, endpoints, settings.ledger_table, settings.schema_refresh, clock
     )
+    registry = MetricsRegistry("repeater")
     repeater = Repeater(
         sink,
         schema,
@@ -265,18 +279,9 @@ def _destination(
         with publish_api_client(endpoints.pubsub_emulator_host) as publisher:
             yield TopicDestination(PubSubPublisher(publisher, topic), topic)
         return
-    bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
-    schema = BigQueryTableSchemaStore(bigquery, config.table_ref, 1.0, SystemClock())
     # The write mode's own sink: in exactly-once mode through the loader's ledger, so a
     # replay run again (after a crash, or by hand) any time later writes no row twice.
-    sink = reinsert_sink(
-        config.load,
-        bigquery,
-        config.table_ref,
-        schema,
-        endpoints.bigquery_emulator_grpc_host,
-        settings.ledger_table,
-    )
+    bigquery, _, sink = _events_table(config, endpoints, settings.ledger_table, 1.0, SystemClock())
     try:
         yield TableDestination(sink, config.table_ref)
     finally:

@@ -33,9 +33,7 @@ ENV_PREFIX = "PLOWLINE_REPEATER_"
 class RepeaterSettings(IgluConfigAlias):
     """Everything ``plowline-repeater run`` needs."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True, frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX)
 
     config: str | Path  # a path or base64 of JSON/HOCON (plowline_cloud.config_source)
     resolver: str | Path  # or iglu_config (2.x's name)

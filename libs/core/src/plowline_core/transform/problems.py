@@ -12,8 +12,8 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class WrongType:
-    """A value of the wrong JSON type for its field (``expected`` is the BigQuery type)."""
+class _Unexpected:
+    """A value its field did not expect: both items of this shape in loader_iglu_error."""
 
     value: Any
     expected: str
@@ -24,15 +24,13 @@ class WrongType:
 
 
 @dataclass(frozen=True, slots=True)
-class NotAnArray:
+class WrongType(_Unexpected):
+    """A value of the wrong JSON type for its field (``expected`` is the BigQuery type)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotAnArray(_Unexpected):
     """A REPEATED field given something other than an array or null."""
-
-    value: Any
-    expected: str
-
-    def to_failure(self, schema_key: str) -> dict[str, Any]:
-        """Return the loader_iglu_error/2-0-0 failure item."""
-        return {"schemaKey": schema_key, "value": self.value, "expected": self.expected}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,6 @@ NUMERIC_TYPES = frozenset(
 )
 """Column types whose JSON value is a number."""
 
-# The type names of WrongType, read once (an enum's ``.value`` is slow on the error path).
-_STRING, _BOOLEAN, _INTEGER = (
-    kind.value for kind in (FieldType.STRING, FieldType.BOOLEAN, FieldType.INTEGER)
-)
-
 
 #: 2.x's names of the expected type in ``WrongType`` (schema-ddl parquet ``Type`` names; 2.x
 #: writes ``Decimal(Digits18,2)`` with the precision, which a BigQuery type does not carry,
@@ -129,49 +124,35 @@ def _v1_string(value: Any, errors: list[CastError]) -> Any:
     return value if type(value) is str else compact_json(value)
 
 
-def _strict_string(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is str:
-        return value
-    errors.append(WrongType(value, "String"))
-    return None
-
-
-def _v2_boolean(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is bool:
-        return value
-    errors.append(WrongType(value, "Boolean"))
-    return None
-
-
-def _v2_integer(value: Any, errors: list[CastError]) -> Any:
-    kind = type(value)
-    if kind is int and INT64_MIN <= value <= INT64_MAX:
-        return value
-    if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
-        return int(value)
-    errors.append(WrongType(value, "Long"))
-    return None
-
-
 def _json_text(value: Any, errors: list[CastError]) -> Any:
     return compact_json(value)
 
 
-def _boolean(value: Any, errors: list[CastError]) -> Any:
-    if type(value) is bool:
-        return value
-    errors.append(WrongType(value, _BOOLEAN))
-    return None
+def _boolean(mode: ColumnMode) -> Caster:
+    name = expected_name(FieldType.BOOLEAN, mode)
+
+    def boolean(value: Any, errors: list[CastError]) -> Any:
+        if type(value) is bool:
+            return value
+        errors.append(WrongType(value, name))
+        return None
+
+    return boolean
 
 
-def _integer(value: Any, errors: list[CastError]) -> Any:
-    kind = type(value)
-    if kind is int and INT64_MIN <= value <= INT64_MAX:
-        return value
-    if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
-        return int(value)  # circe's toLong accepts 2.0
-    errors.append(WrongType(value, _INTEGER))
-    return None
+def _integer(mode: ColumnMode) -> Caster:
+    name = expected_name(FieldType.INTEGER, mode)
+
+    def integer(value: Any, errors: list[CastError]) -> Any:
+        kind = type(value)
+        if kind is int and INT64_MIN <= value <= INT64_MAX:
+            return value
+        if kind is float and value.is_integer() and INT64_MIN <= value <= INT64_MAX:
+            return int(value)  # circe's toLong accepts 2.0
+        errors.append(WrongType(value, name))
+        return None
+
+    return integer
 
 
 def _number(expected: FieldType, mode: ColumnMode = ColumnMode.FULL) -> Caster:
@@ -190,8 +171,8 @@ def _number(expected: FieldType, mode: ColumnMode = ColumnMode.FULL) -> Caster:
     return number
 
 
-def _any_string(expected: FieldType) -> Caster:
-    name = expected.value
+def _any_string(expected: FieldType, mode: ColumnMode = ColumnMode.FULL) -> Caster:
+    name = expected_name(expected, mode)
 
     def any_string(value: Any, errors: list[CastError]) -> Any:
         if type(value) is str:
@@ -229,8 +210,8 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
     ColumnMode.FULL: {
         FieldType.STRING: _v1_string,
         FieldType.JSON: _v1_string,
-        FieldType.BOOLEAN: _boolean,
-        FieldType.INTEGER: _integer,
+        FieldType.BOOLEAN: _boolean(ColumnMode.FULL),
+        FieldType.INTEGER: _integer(ColumnMode.FULL),
         FieldType.FLOAT: _number(FieldType.FLOAT),
         FieldType.NUMERIC: _number(FieldType.NUMERIC),
         FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC),
@@ -239,10 +220,10 @@ SCALAR_CASTERS: dict[ColumnMode, dict[FieldType, Caster]] = {
         FieldType.RECORD: _wrong(FieldType.RECORD),
     },
     ColumnMode.MAJOR: {
-        FieldType.STRING: _strict_string,
+        FieldType.STRING: _any_string(FieldType.STRING, ColumnMode.MAJOR),
         FieldType.JSON: _json_text,
-        FieldType.BOOLEAN: _v2_boolean,
-        FieldType.INTEGER: _v2_integer,
+        FieldType.BOOLEAN: _boolean(ColumnMode.MAJOR),
+        FieldType.INTEGER: _integer(ColumnMode.MAJOR),
         FieldType.FLOAT: _number(FieldType.FLOAT, ColumnMode.MAJOR),
         FieldType.NUMERIC: _number(FieldType.NUMERIC, ColumnMode.MAJOR),
         FieldType.BIGNUMERIC: _number(FieldType.BIGNUMERIC, ColumnMode.MAJOR),

@@ -17,17 +17,12 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from plowline_cloud.asgi import AsgiApp, Message, Receive, Scope, Send, replay_body
 
 
 def loads(data: bytes) -> Any:
@@ -206,16 +201,6 @@ async def _call_inner(inner: AsgiApp, scope: Scope, receive: Receive, body: byte
     """Run the emulator's own handler on ``body`` and capture its reply."""
     headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"content-length"]
     headers.append((b"content-length", str(len(body)).encode()))
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        # After the body, behave like the real connection (blocks until disconnect).
-        return await receive()
-
     status = 500
     out_headers: list[tuple[bytes, bytes]] = []
     chunks: list[bytes] = []
@@ -232,7 +217,7 @@ async def _call_inner(inner: AsgiApp, scope: Scope, receive: Receive, body: byte
         elif message["type"] == "http.response.body":
             chunks.append(bytes(message.get("body", b"")))
 
-    await inner({**scope, "headers": headers}, replay, capture)
+    await inner({**scope, "headers": headers}, replay_body(body, receive), capture)
     return Reply(status, b"".join(chunks), tuple(out_headers))
 
 

@@ -44,7 +44,7 @@ async def refuse_narrowing(exchange: Exchange) -> Reply:
     table = exchange.context.catalog.get_table(project, dataset, name)
     if table is None or not isinstance(new_fields, list):
         return await exchange.forward(exchange.body)
-    old_fields = [_from_catalog(field) for field in table.schema_.fields]
+    old_fields = [rest_field(field) for field in table.schema_.fields]
     problem = schema_change_problem(old_fields, new_fields)
     if problem is None:
         return await exchange.forward(exchange.body)
@@ -99,10 +99,13 @@ def _mode(field: dict[str, Any]) -> str:
     return str(field.get("mode") or "NULLABLE").upper()
 
 
-def _from_catalog(field: Any) -> dict[str, Any]:
+def rest_field(field: Any) -> dict[str, Any]:
+    """Return a catalog field (bqemulator's ``TableFieldSchema``) as the REST API's JSON."""
     out: dict[str, Any] = {"name": field.name, "type": field.type, "mode": field.mode}
     if field.fields:
-        out["fields"] = [_from_catalog(sub) for sub in field.fields]
+        out["fields"] = [rest_field(sub) for sub in field.fields]
+    if field.range_element_type is not None:  # a RANGE column's DuckDB type needs it
+        out["rangeElementType"] = {"type": field.range_element_type.type}
     return out
 
 

@@ -26,6 +26,7 @@ from bqemulator.storage.sql_identifiers import quoted_table_ref
 
 from plowline_devstack.bigquery.interception import Correction, Exchange, Reply
 from plowline_devstack.bigquery.nested_names import duckdb_columns, quote
+from plowline_devstack.bigquery.schema_rules import rest_field
 from plowline_devstack.bigquery.storage_lock import widening_held
 
 _TABLE = "/bigquery/v2/projects/{project}/datasets/{dataset}/tables/{table}"
@@ -85,17 +86,8 @@ def _quoted_path(path: tuple[str, ...]) -> str:
 
 
 def _duckdb_type(field: Any) -> str:
-    [(_, duck_type)] = duckdb_columns([_to_rest(field)])
+    [(_, duck_type)] = duckdb_columns([rest_field(field)])
     return duck_type
-
-
-def _to_rest(field: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": field.name, "type": field.type, "mode": field.mode}
-    if field.fields:
-        out["fields"] = [_to_rest(sub) for sub in field.fields]
-    if field.range_element_type is not None:  # a RANGE column's DuckDB type needs it
-        out["rangeElementType"] = {"type": field.range_element_type.type}
-    return out
 
 
 TABLE_PATCH_STORAGE = Correction(

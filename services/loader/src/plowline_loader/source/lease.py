@@ -21,6 +21,10 @@ from plowline_core.errors import PlowlineError
 
 _log = structlog.get_logger("plowline.loader.source")
 
+MIN_DEADLINE_S, MAX_DEADLINE_S = 10, 600
+"""Pub/Sub's range for an ack deadline: what ``--ack-deadline`` and the source's
+``ackDeadlineSeconds`` may be (the one statement of the rule both check)."""
+
 
 class Extendable(Protocol):
     """What a lease needs from a subscription."""

@@ -79,6 +79,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
 from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 
 if TYPE_CHECKING:
@@ -150,9 +151,10 @@ class PubSubSourceOptions:
             raise ConfigError(
                 "pubsub source: maxBytesPerPartition and pullTimeoutSeconds must be > 0"
             )
-        if not 10 <= self.ack_deadline_s <= 600:
+        if not MIN_DEADLINE_S <= self.ack_deadline_s <= MAX_DEADLINE_S:
             raise ConfigError(
-                "pubsub source: ackDeadlineSeconds must be within 10..600 (Pub/Sub's range)"
+                f"pubsub source: ackDeadlineSeconds must be within "
+                f"{MIN_DEADLINE_S}..{MAX_DEADLINE_S} (Pub/Sub's range)"
             )
 
 
