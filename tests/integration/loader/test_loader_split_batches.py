@@ -5,12 +5,15 @@ records before the shuffle, so two batches (or a batch and a plain line) holding
 event id meet in one task and the id is written once; a batch's delivery, its records
 spread over the tasks, is acked by the driver only once every record is durable. The
 backlogs are built so that the batches' whole bytes (the key before records were
-keyed) send the sharing messages to different tasks of two.
+keyed) send the sharing messages to different tasks of two. The unkind cases: a record
+not durable (its bad row cannot be published) and a record held for a missing schema
+keep their batch unacked until they are durable, and nothing is lost or written twice.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -19,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from plowline_cloud.clients import publisher_client
 from plowline_core.event.compressed import Compression, write_batch
-from plowline_core.testing.tsv import enriched_line
+from plowline_core.testing.tsv import enriched_line, with_entities
+from plowline_loader.batch.schema_hold import SchemaHold
 from plowline_loader.streaming import StreamingLoader, StreamSettings, by_event_id
 from pyspark.sql import SparkSession, functions
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
@@ -153,6 +157,48 @@ def test_a_record_not_durable_leaves_its_batch_unacked_until_it_is(
         retried,
         held_back.get("acked", 0),
         held_back.get("nacked", 0) >= 2,
+        rig.counts(),
+        _redelivered(rig),
+    )
+
+
+MISSING = "iglu:com.acme/missing/jsonschema/1-0-0"
+BOUND_S = 20.0
+
+
+def test_a_held_record_hands_its_batch_back_until_the_hold_ends(
+    mode_rig: Callable[[dict[str, Any]], ModeRig],
+    spark: SparkSession,
+    tmp_path: Path,
+    eventually: Callable[..., Any],
+) -> None:
+    """The batch's other records land at once, it is handed back, then failed and acked."""
+    rig = mode_rig(EXACTLY_ONCE)
+    held = with_entities(contexts=[(MISSING, {"a": 1})], event_id=str(uuid.uuid4())).encode()
+    good = [_line(event_id) for event_id in _ids(30)]
+    rig.publish_bodies([(write_batch([*good[:15], held, *good[15:]], Compression.GZIP), {})])
+    published = time.monotonic()
+    config = dataclasses.replace(rig.config(), schema_hold=SchemaHold(True, BOUND_S, retry_s=1))
+    loader = StreamingLoader(spark, config, _settings(tmp_path))
+    query = loader.start()
+    try:
+        query.processAllAvailable()
+        first = (
+            rig.counts(),
+            loader.writer.split_deliveries["acked"],
+            loader.writer.split_deliveries["later"] >= 1,
+            time.monotonic() - published < BOUND_S,
+        )
+        failed = eventually(rig.bad_rows, timeout=BOUND_S + 60)
+        acked = eventually(lambda: loader.writer.split_deliveries["acked"], timeout=30)
+    finally:
+        loader.stop(30)
+    held_at_first = ((30, 30), 0, True, True)
+    assert held_at_first == first
+    expected = (["loader_iglu_error"], 1, (30, 30), [])
+    assert expected == (
+        [json.loads(data)["schema"].split("/")[1] for data in failed],
+        acked,
         rig.counts(),
         _redelivered(rig),
     )
