@@ -3,8 +3,8 @@
 The exactly-once shuffle keys each row by its event id (``streaming.by_event_id``), so
 a compressed batch, many events, must be opened before it: else it is keyed by its whole
 bytes, and two batches (or a batch and a plain line) holding one event id are written by
-two tasks at once, both committing. So the ``records`` source (``source.record_source``)
-reads each pull through here, on the executor:
+two tasks at once, both committing. So the ``pubsub-records`` source
+(``source.record_source``) reads each pull through here, on the executor:
 
     plain delivery                                      one row, as itself
     compressed batch that opens cleanly (format         one row per record: the record's

@@ -14,7 +14,11 @@ Notes:
     comes back and is absorbed by the ledger. Between a task's end and this settling the
     delivery keeps the lease its last extension gave it (``ackDeadlineSeconds``): a task
     that outlasts another by more than that lets the other's split deliveries lapse
-    (delivered again: absorbed by the ledger, never a loss).
+    (delivered again: absorbed by the ledger, never a loss). A failed Spark job reports
+    nothing: its split deliveries are not settled here (the failed task nacked its own,
+    the others' leases lapse), and all come back. A retried action (``streaming``) runs
+    the same rows again, and settles their old ack ids again: acking or nacking an ack id
+    already nacked does nothing.
 """
 
 from __future__ import annotations
