@@ -96,20 +96,19 @@ def _positive(options: Mapping[str, str], key: str, default: int) -> int:
 
 
 def to_split_batch(
-    rows: Sequence[SplitRow], subscription: str, schema: pa.Schema
+    rows: Sequence[SplitRow], subscription: str, plain_schema: pa.Schema, schema: pa.Schema
 ) -> pa.RecordBatch:
-    """Return ``rows`` as one Arrow batch of ``RECORD_SCHEMA``."""
+    """Return ``rows`` as one Arrow batch of ``schema``, ``RECORD_SCHEMA`` in Arrow
+    (``plain_schema``: ``pubsub``'s ``SCHEMA`` in Arrow)."""
     import pyarrow as pa
 
-    plain = to_record_batch([row.message for row in rows], subscription, schema)
+    plain = to_record_batch([row.message for row in rows], subscription, plain_schema)
     columns = [
         *plain.columns,
         pa.array([row.record for row in rows], pa.int32()),
         pa.array([row.records for row in rows], pa.int32()),
     ]
-    return pa.RecordBatch.from_arrays(
-        columns, schema=to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 class RecordStreamReader(PubSubStreamReader):
@@ -121,11 +120,12 @@ class RecordStreamReader(PubSubStreamReader):
         """Pull the partition's slice, weighed by opened bytes, and yield it as Arrow batches."""
         if not isinstance(partition, PubSubPartition):
             raise TypeError(f"{RECORDS_FORMAT} source cannot read {type(partition).__name__}")
-        schema = to_arrow_schema(SCHEMA, timezone="UTC")
+        plain_schema = to_arrow_schema(SCHEMA, timezone="UTC")
+        schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
         surveyor = Surveyor(self.options.decompression)
         for pulled in pull_bounded(partition, surveyor):
             for rows in split_rows(pulled, surveyor):
-                yield to_split_batch(rows, partition.subscription, schema)
+                yield to_split_batch(rows, partition.subscription, plain_schema, schema)
 
 
 class RecordDataSource(PubSubDataSource):
