@@ -3,10 +3,11 @@
 ``StreamingPartition`` is the function every task of a micro-batch runs, inside the
 source's ``read()`` (``source.processing``: over the pulled messages themselves) or, in
 exactly-once mode, as ``frame.rdd.mapPartitions(partition.from_rows)`` (over the
-``pubsub-records`` source's rows, each made a ``PulledMessage``: ``record_split``). It hands the messages to
-``AckingPartition`` (lease, process, ack or nack) with a processor that runs
-``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then yields one
-small ``PartitionReport``: that is how counts and latencies reach the driver's metrics.
+``pubsub-records`` source's rows, each made a ``PulledMessage``: ``record_split``). It
+hands the messages to ``AckingPartition`` (lease, process, ack or nack) with a processor
+that runs ``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then
+yields one small ``PartitionReport``: that is how counts and latencies reach the
+driver's metrics.
 
 Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:
@@ -15,9 +16,10 @@ Notes:
     other exception fails the task (AckingPartition nacks first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
     In exactly-once mode a compressed batch may reach the task as some of its records
-    (``record_split``): the task leases its delivery but leaves it unsettled (``HandBack.kept``)
-    and reports which of its records are durable or held (``record_accounts``); the
-    driver settles it once all the tasks reported (``source.split_settling``).
+    (``record_split``): the task leases its delivery but leaves it unsettled
+    (``HandBack.kept``) and reports which of its records are durable or held
+    (``record_accounts``); the driver settles it once all the tasks reported
+    (``source.split_settling``).
     Each report names the executor that ran the task (``executor_id``), so the driver can
     say where the work went: on a cluster, which executors read the source's partitions.
     The worker's heap: frozen at its second task, collected seldom while a task runs

@@ -30,12 +30,6 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from plowline_loader.compressed_input import (
-    MAX_BYTES_IN_BATCH,
-    MAX_BYTES_SINGLE_PAYLOAD,
-    Decompression,
-)
-from plowline_loader.record_split import SplitRow, Surveyor, split_rows
 from plowline_loader.source.pubsub_source import (
     SCHEMA,
     PubSubDataSource,
@@ -47,6 +41,9 @@ from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
+
+    from plowline_loader.compressed_input import Decompression
+    from plowline_loader.record_split import SplitRow
 
 RECORDS_FORMAT = "pubsub-records"
 RECORD_SCHEMA = StructType(
@@ -60,30 +57,40 @@ RECORD_SCHEMA = StructType(
 
 @dataclass(frozen=True)
 class RecordSourceOptions(PubSubSourceOptions):
-    """``pubsub``'s options and 2.x's ``decompression`` block, validated."""
+    """``pubsub``'s options and 2.x's ``decompression`` block, validated (None: 2.x's default)."""
 
-    max_bytes_single_payload: int = MAX_BYTES_SINGLE_PAYLOAD
-    max_bytes_in_batch: int = MAX_BYTES_IN_BATCH
+    max_bytes_single_payload: int | None = None
+    max_bytes_in_batch: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> RecordSourceOptions:
         """Return the options from Spark's option map, or raise ConfigError."""
         base = PubSubSourceOptions.parse(options)
-        single = _positive(options, "maxBytesSinglePayload", cls.max_bytes_single_payload)
-        in_batch = _positive(options, "maxBytesInBatch", cls.max_bytes_in_batch)
+        single = _positive(options, "maxBytesSinglePayload")
+        in_batch = _positive(options, "maxBytesInBatch")
         fields = {field.name: getattr(base, field.name) for field in dataclasses.fields(base)}
         return cls(**fields, max_bytes_single_payload=single, max_bytes_in_batch=in_batch)
 
     @property
     def decompression(self) -> Decompression:
-        """The decompression block these options name."""
-        return Decompression(self.max_bytes_single_payload, self.max_bytes_in_batch)
+        """The decompression block these options name.
+
+        Notes:
+            Imported here, in the tasks: the planner processes, which only unpickle the
+            source, never load the transform's modules (``pubsub_source``'s memory note).
+        """
+        from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Decompression
+
+        return Decompression(
+            self.max_bytes_single_payload or DEFAULT_DECOMPRESSION.max_bytes_single_payload,
+            self.max_bytes_in_batch or DEFAULT_DECOMPRESSION.max_bytes_in_batch,
+        )
 
 
-def _positive(options: Mapping[str, str], key: str, default: int) -> int:
+def _positive(options: Mapping[str, str], key: str) -> int | None:
     raw = options.get(key)
     if raw is None:
-        return default
+        return None
     try:
         value = int(raw)
     except ValueError:
@@ -120,6 +127,8 @@ class RecordStreamReader(PubSubStreamReader):
         """Pull the partition's slice, weighed by opened bytes, and yield it as Arrow batches."""
         if not isinstance(partition, PubSubPartition):
             raise TypeError(f"{RECORDS_FORMAT} source cannot read {type(partition).__name__}")
+        from plowline_loader.record_split import Surveyor, split_rows
+
         plain_schema = to_arrow_schema(SCHEMA, timezone="UTC")
         schema = to_arrow_schema(RECORD_SCHEMA, timezone="UTC")
         surveyor = Surveyor(self.options.decompression)
