@@ -22,11 +22,17 @@ made (message id ``<id>#<n>``) and tracks, per split delivery, which records it 
 
 Notes:
     Memory: a batch is read twice, streaming both times (``read_batch``), never held
-    whole: once when pulled, to count its records and their bytes (``Surveyor``, the
-    weight the pull budget counts, so that what a task holds after the shuffle, the
-    opened records, stays near ``maxBytesPerPartition`` as the compressed batches did
-    before), once to yield its rows, cut into groups whose opened bytes stay under
-    ``max_bytes_in_batch`` (2.x's ``decompression.maxBytesInBatch``).
+    whole: once when pulled, to count its records and their bytes (``Surveyor``), once
+    to yield its rows, cut into groups whose opened bytes stay under
+    ``max_bytes_in_batch`` (2.x's ``decompression.maxBytesInBatch``). After the shuffle
+    a task holds its share of the opened records (``AckingPartition`` lists its rows),
+    where it held compressed batches before; so the pulls weigh a batch by its opened
+    bytes (``pulls.pull_bounded``'s ``weigh``): ``maxBytesPerPartition`` and the pull
+    ceiling (``pulls.pull_size``) bound opened bytes as they bounded compressed ones.
+    What this does not bound, as before: the first pull, sized before any weight is
+    known (~51 messages), and one pull's overshoot past the budget.
+    CPU: opening twice costs ~13 to 16 µs a record (gzip, zstd; 1,000-record batches of
+    enriched lines), against ~7 to 10 µs to open once in the task before.
 """
 
 from __future__ import annotations

@@ -78,8 +78,9 @@ def pull_bounded(
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline.
 
     Notes:
-        ``weigh`` says what a delivery counts against ``max_bytes`` (its ``size`` by
-        default; the ``pubsub-records`` source counts a compressed batch's opened records).
+        ``weigh`` says what a delivery counts against ``max_bytes`` and the pull ceiling
+        (``pull_size``): its ``size`` by default; the ``pubsub-records`` source counts a
+        compressed batch's opened records, what its task will hold.
         A pull still refused after its retries (``TransientError``) ends the slice like an
         empty pull: what was pulled goes through, the rest waits in Pub/Sub, the task does
         not fail. A receipt extension refused so is logged and the messages go on (the
@@ -116,8 +117,8 @@ def pull_bounded(
         # Receipt extension: the rows still have to reach the sink and its lease extender.
         _extend_on_receipt(subscription, pulled, partition.ack_deadline_s)
         count += len(pulled)
-        sizes = [message.size for message in pulled]
-        size += sum(map(weight, pulled)) if weigh else sum(sizes)
+        sizes = [weight(message) for message in pulled]
+        size += sum(sizes)
         largest = max(largest or 0, *sizes)
         timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
         yield pulled
