@@ -18,9 +18,9 @@ Notes:
     back for later (``HandBack.later``) get that ack deadline instead (redelivered then);
     the ones it keeps (``HandBack.kept``: exactly-once mode's compressed deliveries split
     over several tasks) it leaves alone, leased until then, for the driver to settle
-    (``split_settling``). If the processor
-    raises, every ack id of the partition is nacked and the error propagates, so the task
-    fails and Spark retries or stops the query: the messages come back, none is lost.
+    (``split_settling``). If the processor raises, every ack id of the partition is
+    nacked and the error propagates, so the task fails and Spark retries or stops the
+    query: the messages come back, none is lost.
     The processor must only return after its writes are durable (insert returned,
     publish futures resolved): returning is the promise that acking is safe.
     Once it returned, nothing fails the task: an ack or nack that keeps failing
