@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from plowline_core.event.compressed import Compression, write_batch
 from plowline_core.testing.tsv import enriched_line
+from plowline_loader.batch.split_acks import split_verdict
 from plowline_loader.compressed_input import Decompression
 from plowline_loader.record_split import Opening, SplitTracker, Surveyor, split_rows, survey
 from plowline_loader.source.delivery import PulledMessage
@@ -146,3 +147,43 @@ def test_a_task_names_records_as_compressed_input_does_and_accounts_for_them() -
 def test_survey_counts_a_clean_batch() -> None:
     """Two lines: an opening of two records and their bytes."""
     assert Opening(2, 2 * len(LINE)) == survey(write_batch([LINE, LINE], Compression.GZIP), LIMIT)
+
+
+@given(
+    st.lists(st.integers(1, 6), min_size=1, max_size=5),
+    st.integers(1, 4),
+    st.data(),
+)
+def test_records_spread_over_tasks_ack_their_batch_only_when_all_are_durable(
+    batch_sizes: list[int], tasks: int, data: st.DataObject
+) -> None:
+    """Batches split, their rows dealt to tasks: acked when all durable, nacked when one is not."""
+    messages = [
+        _message(write_batch(_lines(size), Compression.GZIP), f"ack-{n}")
+        for n, size in enumerate(batch_sizes)
+    ]
+    surveyor = Surveyor(LIMIT)
+    for message in messages:
+        surveyor(message)
+    rows = [row for group in split_rows(messages, surveyor) for row in group]
+    dealt = [data.draw(st.integers(0, tasks - 1)) for _ in rows]
+    failing = data.draw(st.sampled_from([None, *range(len(rows))]))
+    accounts = []
+    for task in range(tasks):
+        mine = [row for row, to in zip(rows, dealt, strict=True) if to == task]
+        tracker = SplitTracker()
+        list(tracker.messages([_row(row.message, row.record, row.records) for row in mine]))
+        not_durable = (
+            set() if failing is None or dealt[failing] != task else {rows[failing].message.ack_id}
+        )
+        accounts.extend(tracker.accounts(not_durable, set()))
+
+    verdict = split_verdict(accounts)
+
+    nacked = [] if failing is None else [rows[failing].message.ack_id]
+    acked = [m.ack_id for m in messages if m.ack_id not in nacked]
+    expected = (sorted(acked), nacked)
+    assert expected == (
+        sorted(verdict.ack.get(SUBSCRIPTION, [])),
+        verdict.nack.get(SUBSCRIPTION, []),
+    )
