@@ -4,12 +4,10 @@ Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of o
 ``PartitionReport`` per task: the tasks pull, process and ack on the executors, inside
 the source's ``read()`` (``source.processing``: the rows never leave the Python worker
 that pulled them), and the driver merges the reports into the metrics. In exactly-once
-mode the rows are shuffled by event id first, so there the source is
-``pubsub-records`` (``source.record_source``: the ``pubsub`` source with compressed
-batches opened into one row per record) and the action is
-``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``; after it the driver
-settles the compressed deliveries whose records went to several tasks
-(``source.split_settling``: acked once every record is durable).
+mode the rows are shuffled by event id first, so there the source is ``pubsub-records``
+(compressed batches read as one row per record), the action is
+``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``, and the driver then acks
+a batch split over tasks once every record is durable (``source.split_settling``).
 When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again; readiness returns with the first batch that goes through.
@@ -44,7 +42,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
@@ -112,11 +110,8 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
 
     Notes:
         Exactly-once mode only (see ``batch.event_key``): one shuffle, still one action.
-        The key is ``event_id_key``, as a Spark expression (``key_column``). The rows are
-        the ``pubsub-records`` source's: a compressed batch that opens cleanly is one row
-        per record by then, so each record is keyed by its own event id; one that does
-        not is one row, keyed by its whole bytes (its copies meet), and becomes failed
-        events in its task.
+        The key is ``event_id_key``, as a Spark expression (``key_column``); a compressed
+        batch that opens cleanly is one row per record by then, each keyed by its own id.
     """
     return frame.repartition(partitions, key_column())
 
@@ -172,7 +167,7 @@ class BatchWriter:
         self.events_by_executor: Counter[str] = Counter()
         self.transient_failures = 0
         self.job_failures = 0
-        self.split_deliveries = Counter[str]()  # split deliveries: acked, nacked, later, unsettled
+        self.split_deliveries = Counter[str]()  # acked, nacked, later, unsettled
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Process one micro-batch; return once its outcomes are durable and acked."""
@@ -237,16 +232,9 @@ class BatchWriter:
             return
         config = self._partition.config
         settled = settle_split(accounts, config.pubsub_emulator_host, config.schema_hold.retry_s)
-        self.split_deliveries.update(
-            acked=settled.acked,
-            nacked=settled.nacked,
-            later=settled.later,
-            unsettled=settled.unsettled,
-        )
-        if settled.unsettled:
-            _log.warning("split deliveries not settled", ack_ids=settled.unsettled)
-            if self._metrics is not None:
-                self._metrics.unsettled_acks.inc(settled.unsettled)
+        self.split_deliveries.update(asdict(settled))
+        if settled.unsettled and self._metrics is not None:
+            self._metrics.unsettled_acks.inc(settled.unsettled)
 
     def _settled(self, progress: bool) -> None:
         watch = self._watch
@@ -341,7 +329,7 @@ class StreamingLoader:
 
     def start(self) -> StreamingQuery:
         """Start the query over the config's input subscription."""
-        s = self._settings
+        s, unpack = self._settings, self._config.decompression
         if self._config.exactly_once:
             source = RECORDS_FORMAT
             register_record_source(self._spark)
@@ -356,12 +344,9 @@ class StreamingLoader:
             .option("maxBytesPerPartition", str(s.max_bytes))
             .option("pullTimeoutSeconds", str(s.pull_timeout_s))
             .option("ackDeadlineSeconds", str(s.ack_deadline_s))
+            .option("maxBytesSinglePayload", str(unpack.max_bytes_single_payload))
+            .option("maxBytesInBatch", str(unpack.max_bytes_in_batch))  # pubsub-records only
         )
-        if self._config.exactly_once:
-            decompression = self._config.decompression
-            reader = reader.option(
-                "maxBytesSinglePayload", str(decompression.max_bytes_single_payload)
-            ).option("maxBytesInBatch", str(decompression.max_bytes_in_batch))
         if self._config.pubsub_emulator_host:
             reader = reader.option("emulatorHost", self._config.pubsub_emulator_host)
         writer = (

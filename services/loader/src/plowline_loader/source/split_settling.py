@@ -26,8 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 
+import structlog
+
 from plowline_loader.batch.split_acks import RecordAccount, split_verdict
 from plowline_loader.source.acking import Settlement, modack, settle
+
+_log = structlog.get_logger("plowline.loader.source")
 
 
 def settle_split(
@@ -51,4 +55,6 @@ def settle_split(
     for path, ids in verdict.later.items():
         failed = settle(partial(modack, subscriptions[path], later_s), "modack", path, ids)
         later, unsettled = later + len(ids) - failed, unsettled + failed
+    if unsettled:
+        _log.warning("split deliveries not settled", ack_ids=unsettled)
     return Settlement(acked, nacked, unsettled, later)
