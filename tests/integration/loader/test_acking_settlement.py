@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from plowline_cloud.clients import subscriber_client
 from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_cloud.pubsub.subscription import Subscription
-from plowline_loader.source.acking import AckingPartition, Settlement
+from plowline_loader.source.acking import AckingPartition, HandBack, Settlement
 
 if TYPE_CHECKING:
     from conftest import Channel
@@ -59,3 +59,35 @@ def test_durable_deliveries_are_acked_and_the_rest_nacked(channel: Channel) -> N
     settlement = AckingPartition(lambda _: handed_back, channel.endpoint, 10, 3.0)(rows)
 
     assert Settlement(15, 5, 0) == settlement
+
+
+def test_kept_deliveries_are_left_leased_for_the_caller(channel: Channel) -> None:
+    """Of 10 deliveries, 3 kept (one also named to nack): 7 acked, the 3 left leased, not redelivered."""
+    channel.publish(10)
+    rows = _rows(channel, 10)
+    kept = [row.ack_id for row in rows[:3]]
+    hand_back = HandBack(now=kept[:1], kept=kept)
+
+    settlement = AckingPartition(lambda _: hand_back, channel.endpoint, 10, 3.0)(rows)
+
+    expected = (Settlement(7, 0, 0), 3, [])
+    assert expected == (settlement, channel.outstanding(), _pull_now(channel))
+
+
+def test_a_split_delivery_is_leased_and_settled_once(channel: Channel) -> None:
+    """Five rows under one ack id (a batch's records) and a plain one: two ack ids acked."""
+    channel.publish(2)
+    split, plain = _rows(channel, 2)
+    records = [split._replace(message_id=f"{split.message_id}#{n}") for n in range(5)]
+
+    settlement = AckingPartition(lambda _: None, channel.endpoint, 10, 3.0)([*records, plain])
+
+    assert (Settlement(2, 0, 0), 0) == (settlement, channel.outstanding())
+
+
+def _pull_now(channel: Channel) -> list[str]:
+    """Return the message ids a pull gets now (nothing leased is delivered)."""
+    subscription = Subscription(channel.subscription, channel.endpoint)
+    pulled = subscription.pull(10, 1.0)
+    subscription.nack([message.ack_id for message in pulled])
+    return [message.message_id for message in pulled]

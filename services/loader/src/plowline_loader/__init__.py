@@ -10,7 +10,8 @@ Where the code lives, by what changes together:
                   the workers' heap (GC freezing).
     source/       Pub/Sub as a Spark source: planning, bounded pulls, leases, acks.
     partition     what a task does with its partition (``StreamingPartition``);
-                  ``compressed_input`` opens its compressed deliveries into chunks.
+                  ``compressed_input`` opens its compressed deliveries into chunks;
+                  ``record_split``, in exactly-once mode, before the shuffle.
     streaming     the driver loop: the query, one action per micro-batch, retries;
                   ``vigil`` waits on it, ``health`` and ``metrics`` report it.
     archive       ``backfill``'s reading of archived TSV files in tasks.
@@ -53,9 +54,16 @@ write in the same process, and the driver sees only small reports. Four kinds of
 take part: the driver (Python and its JVM), the source's planner process, and the
 executors' Python workers.
 
-Exactly-once mode (``STORAGE_WRITE_API``, stream ``exactly-once``) reads the plain
-``pubsub`` source instead: rows go from the reading worker to the JVM as Arrow, the driver
-keys the micro-batch by event id (``streaming.by_event_id``, one shuffle, so every copy
-of an id meets in one task), and the tasks run ``StreamingPartition.from_rows`` in
-``mapPartitions``; the sink's ledger then writes each event id once.
+Exactly-once mode (``STORAGE_WRITE_API``, stream ``exactly-once``) reads the
+``pubsub-records`` source instead (``source.record_source``: ``pubsub`` with each
+compressed batch that opens cleanly read as one row per record, ``record_split``): rows go
+from the reading worker to the JVM as Arrow, the driver keys the micro-batch by event id
+(``streaming.by_event_id``, one shuffle, so every copy of an id meets in one task, be it
+a plain line or a batch's record), and the tasks run ``StreamingPartition.from_rows`` in
+``mapPartitions``; the sink's ledger then writes each event id once. A task acks its
+plain deliveries as above, but not a batch split into records (they are in several
+tasks): it reports which of its records are durable or held, and the driver, after the
+``collect()``, acks such a delivery once all of its records are durable, nacks it if one
+is not, or hands it back for the schema hold's retry if one is held
+(``batch.split_acks``, ``source.split_settling``).
 """

@@ -26,10 +26,11 @@ Notes:
     not count), and batches are read as the chunks need them, so what decompression holds
     is a chunk being prepared and one being written.
     Exactly-once mode keys a micro-batch by event id before the tasks run
-    (``streaming.by_event_id``); a compressed delivery is keyed by its whole bytes, so the
-    copies of one delivery meet in one task, but two different batches holding the same
-    event id may be written by two tasks at once (the ledger catches it in a later
-    micro-batch only).
+    (``streaming.by_event_id``), so there a batch that opens cleanly is opened before the
+    shuffle (``record_split``: each record keyed by its own event id, its delivery settled
+    by the driver once every record is durable) and reaches this module as plain records;
+    only a batch that does not open cleanly (its copies keyed by its whole bytes, meeting
+    in one task) is opened here, into the same failed events as in the other modes.
 """
 
 from __future__ import annotations

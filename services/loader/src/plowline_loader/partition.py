@@ -3,10 +3,11 @@
 ``StreamingPartition`` is the function every task of a micro-batch runs, inside the
 source's ``read()`` (``source.processing``: over the pulled messages themselves) or, in
 exactly-once mode, as ``frame.rdd.mapPartitions(partition.from_rows)`` (over the
-``pubsub`` source's rows, each made a ``PulledMessage``). It hands the messages to
-``AckingPartition`` (lease, process, ack or nack) with a processor that runs
-``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then yields one
-small ``PartitionReport``: that is how counts and latencies reach the driver's metrics.
+``pubsub-records`` source's rows, each made a ``PulledMessage``: ``record_split``). It
+hands the messages to ``AckingPartition`` (lease, process, ack or nack) with a processor
+that runs ``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then
+yields one small ``PartitionReport``: that is how counts and latencies reach the
+driver's metrics.
 
 Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:
@@ -14,6 +15,11 @@ Notes:
     report carries the error, so the driver backs off and marks itself not ready. Any
     other exception fails the task (AckingPartition nacks first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
+    In exactly-once mode a compressed batch may reach the task as some of its records
+    (``record_split``): the task leases its delivery but leaves it unsettled
+    (``HandBack.kept``) and reports which of its records are durable or held
+    (``record_accounts``); the driver settles it once all the tasks reported
+    (``source.split_settling``).
     Each report names the executor that ran the task (``executor_id``), so the driver can
     say where the work went: on a cluster, which executors read the source's partitions.
     The worker's heap: frozen at its second task, collected seldom while a task runs
@@ -30,15 +36,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from plowline_cloud.pubsub.pulled import PulledMessage, pulled_of_row
+from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.config import LoadKind
 from plowline_core.errors import RegistryUnavailable, TransientError
 from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.batch.message import Message
 from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
+from plowline_loader.batch.split_acks import RecordAccount
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
+from plowline_loader.record_split import SplitTracker
 from plowline_loader.source.acking import AckingPartition, HandBack
 from plowline_loader.spark import worker_heap
 
@@ -73,6 +81,7 @@ class PartitionReport:
     unsettled_acks: int = 0  # ack ids whose ack or nack kept failing (they come back alone)
     held_acks: tuple[str, ...] = ()  # held for a missing schema: delivered again later
     executor: str = "driver"
+    record_accounts: tuple[RecordAccount, ...] = ()  # split deliveries: the driver settles them
 
 
 _LOG_URL_EXECUTOR = re.compile(r"[?&]executorId=([^&]+)")
@@ -120,17 +129,23 @@ class StreamingPartition:
             ``messages`` must not have been read yet (a lazy iterable): the heap is frozen
             before (see the module notes).
         """
+        return self._run(messages, None)
+
+    def from_rows(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:
+        """Process a partition of the ``pubsub-records`` source's rows (exactly-once mode)."""
+        split = SplitTracker()
+        return self._run(split.messages(rows), split)
+
+    def _run(
+        self, messages: Iterable[PulledMessage], split: SplitTracker | None
+    ) -> Iterator[PartitionReport]:
         worker_heap.freeze_worker_heap()
-        recorder = _Recorder(self.config)
+        recorder = _Recorder(self.config, split)
         host = self.config.pubsub_emulator_host
         acking = AckingPartition(recorder, host, self.ack_deadline_s, self.lease_interval_s)
         with worker_heap.task_collector(worker_heap.TASK_GC_THRESHOLD):
             settled = acking(messages)
         yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
-
-    def from_rows(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:
-        """Process a partition of the ``pubsub`` source's rows (exactly-once mode's tasks)."""
-        return self(map(pulled_of_row, rows))
 
 
 class ChunkProcessor(Protocol):
@@ -213,8 +228,9 @@ def process_in_chunks(
 class _Recorder:
     """The partition processor AckingPartition calls; keeps the report for the task."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, split: SplitTracker | None = None) -> None:
         self._config = config
+        self._split = split
         self.report = PartitionReport()
 
     def __call__(self, rows: list[PulledMessage]) -> HandBack:
@@ -222,7 +238,13 @@ class _Recorder:
         processor = processor_for(self._config)
         decompression = self._config.decompression
         self.report, handed_back = process_in_chunks(processor, rows, size, decompression)
-        return HandBack(handed_back, self.report.held_acks, self._config.schema_hold.retry_s)
+        retry_s = self._config.schema_hold.retry_s
+        if self._split is None or not self._split.ack_ids:
+            return HandBack(handed_back, self.report.held_acks, retry_s)
+        # Split deliveries: their records are in other tasks too; the driver settles them.
+        accounts = self._split.accounts(set(handed_back), self.report.outcome.held_ids)
+        self.report = replace(self.report, record_accounts=accounts)
+        return HandBack(handed_back, self.report.held_acks, retry_s, self._split.ack_ids)
 
 
 def _held_acks(

@@ -4,8 +4,10 @@ Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of o
 ``PartitionReport`` per task: the tasks pull, process and ack on the executors, inside
 the source's ``read()`` (``source.processing``: the rows never leave the Python worker
 that pulled them), and the driver merges the reports into the metrics. In exactly-once
-mode the rows are shuffled by event id first, so there the source is the plain
-``pubsub`` one and the action is ``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``.
+mode the rows are shuffled by event id first, so there the source is ``pubsub-records``
+(compressed batches read as one row per record), the action is
+``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``, and the driver then acks
+a batch split over tasks once every record is durable (``source.split_settling``).
 When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again; readiness returns with the first batch that goes through.
@@ -40,7 +42,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
@@ -57,7 +59,8 @@ from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.source.processing import register_processing_source, report_of
-from plowline_loader.source.pubsub_source import FORMAT
+from plowline_loader.source.record_source import RECORDS_FORMAT, register_record_source
+from plowline_loader.source.split_settling import settle_split
 
 _log = structlog.get_logger("plowline.loader")
 
@@ -107,7 +110,8 @@ def by_event_id(frame: DataFrame, partitions: int) -> DataFrame:
 
     Notes:
         Exactly-once mode only (see ``batch.event_key``): one shuffle, still one action.
-        The key is ``event_id_key``, as a Spark expression (``key_column``).
+        The key is ``event_id_key``, as a Spark expression (``key_column``); a compressed
+        batch that opens cleanly is one row per record by then, each keyed by its own id.
     """
     return frame.repartition(partitions, key_column())
 
@@ -124,8 +128,8 @@ def key_column() -> Column:
         TSV spread over the tasks instead of piling into one). They become bad rows in
         their task as before. Lower-cased: the ledger keys on the canonical id
         (``decode_uuid``), so two spellings of one id must meet in one task too.
-        A compressed batch has no tab either (mostly): it is keyed by its whole bytes, so
-        its copies meet, but its records are not keyed one by one (``compressed_input``).
+        A compressed batch that did not open cleanly (``record_split``) has no tab either
+        (mostly): it is keyed by its whole bytes, so its copies meet.
     """
     line = functions.col("data").cast("string")
     fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
@@ -163,6 +167,7 @@ class BatchWriter:
         self.events_by_executor: Counter[str] = Counter()
         self.transient_failures = 0
         self.job_failures = 0
+        self.split_deliveries = Counter[str]()  # acked, nacked, later, unsettled
 
     def __call__(self, frame: DataFrame, batch_id: int) -> None:
         """Process one micro-batch; return once its outcomes are durable and acked."""
@@ -192,6 +197,7 @@ class BatchWriter:
                     raise
                 self.job_failures += 1
                 reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
+            self._settle_split(reports)
             errors = self._record(reports, time.monotonic() - started)
             held = sum(len(report.held_acks) for report in reports)
             held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
@@ -218,6 +224,17 @@ class BatchWriter:
             if self._stopping.wait(delay):
                 self._settled(progress=False)
                 return
+
+    def _settle_split(self, reports: list[PartitionReport]) -> None:
+        """Settle the compressed deliveries whose records several tasks wrote (exactly-once)."""
+        accounts = [account for report in reports for account in report.record_accounts]
+        if not accounts:
+            return
+        config = self._partition.config
+        settled = settle_split(accounts, config.pubsub_emulator_host, config.schema_hold.retry_s)
+        self.split_deliveries.update(asdict(settled))
+        if settled.unsettled and self._metrics is not None:
+            self._metrics.unsettled_acks.inc(settled.unsettled)
 
     def _settled(self, progress: bool) -> None:
         watch = self._watch
@@ -312,9 +329,11 @@ class StreamingLoader:
 
     def start(self) -> StreamingQuery:
         """Start the query over the config's input subscription."""
-        s = self._settings
-        source = FORMAT
-        if not self._config.exactly_once:
+        s, unpack = self._settings, self._config.decompression
+        if self._config.exactly_once:
+            source = RECORDS_FORMAT
+            register_record_source(self._spark)
+        else:
             source = PROCESSING_FORMAT
             register_processing_source(self._spark, source, self._partition)
         reader = (
@@ -325,6 +344,8 @@ class StreamingLoader:
             .option("maxBytesPerPartition", str(s.max_bytes))
             .option("pullTimeoutSeconds", str(s.pull_timeout_s))
             .option("ackDeadlineSeconds", str(s.ack_deadline_s))
+            .option("maxBytesSinglePayload", str(unpack.max_bytes_single_payload))
+            .option("maxBytesInBatch", str(unpack.max_bytes_in_batch))  # pubsub-records only
         )
         if self._config.pubsub_emulator_host:
             reader = reader.option("emulatorHost", self._config.pubsub_emulator_host)

@@ -19,8 +19,12 @@ Notes:
     action: the source is still read once.
     The event id is cut from the TSV line by position; a line with fewer fields is keyed
     by its whole text, without decoding it (see ``by_event_id``: nothing in the key may
-    raise under Spark's ANSI mode); such lines become bad rows in their task. Not covered: two
-    loader processes reading one subscription at once (see ``write_api_pending``).
+    raise under Spark's ANSI mode); such lines become bad rows in their task. A compressed
+    batch is keyed record by record: the ``pubsub-records`` source opens it into one row
+    per record before the shuffle (``record_split``), so a record meets every other copy
+    of its id, in a batch or a plain line; a batch that does not open cleanly is one row,
+    keyed by its whole bytes. Not covered: two loader processes reading one subscription
+    at once (see ``write_api_pending``).
 """
 
 from __future__ import annotations

@@ -15,9 +15,12 @@ Notes:
     partition's messages (bounded by the source's per-partition budgets), starts a lease
     extender over their ack ids, calls the processor, then acks every ack id the processor
     did not hand back, and nacks the ones it did (redelivered at once); the ones it hands
-    back for later (``HandBack.later``) get that ack deadline instead (redelivered then). If the processor
-    raises, every ack id of the partition is nacked and the error propagates, so the task
-    fails and Spark retries or stops the query: the messages come back, none is lost.
+    back for later (``HandBack.later``) get that ack deadline instead (redelivered then);
+    the ones it keeps (``HandBack.kept``: exactly-once mode's compressed deliveries split
+    over several tasks) it leaves alone, leased until then, for the driver to settle
+    (``split_settling``). If the processor raises, every ack id of the partition is
+    nacked and the error propagates, so the task fails and Spark retries or stops the
+    query: the messages come back, none is lost.
     The processor must only return after its writes are durable (insert returned,
     publish futures resolved): returning is the promise that acking is safe.
     Once it returned, nothing fails the task: an ack or nack that keeps failing
@@ -55,11 +58,13 @@ _D = TypeVar("_D", bound=AckHandle)
 @dataclass(frozen=True, slots=True)
 class HandBack:
     """What a processor hands back: ``now`` is nacked (delivered again at once), ``later``
-    gets an ack deadline of ``later_s`` seconds (delivered again then); the rest is acked."""
+    gets an ack deadline of ``later_s`` seconds (delivered again then), ``kept`` is left to
+    the caller (neither acked nor nacked here, whatever else names it); the rest is acked."""
 
     now: Collection[str] = ()
     later: Collection[str] = ()
     later_s: int = 60
+    kept: Collection[str] = ()
 
 
 PartitionProcessor = Callable[[list[_D]], Collection[str] | HandBack | None]
@@ -117,18 +122,19 @@ class AckingPartition(Generic[_D]):
                 _nack_after_failure(subscriptions, ack_ids)
                 raise
             hand_back = returned if isinstance(returned, HandBack) else HandBack(returned or ())
-            not_durable = frozenset(hand_back.now)
-            later = frozenset(hand_back.later) - not_durable
+            kept = frozenset(hand_back.kept)
+            not_durable = frozenset(hand_back.now) - kept
+            later = frozenset(hand_back.later) - not_durable - kept
             settlement = Settlement()
             for path, ids in ack_ids.items():
                 subscription = subscriptions[path]
-                done = [i for i in ids if i not in not_durable and i not in later]
+                done = [i for i in ids if i not in not_durable and i not in later and i not in kept]
                 undone = [i for i in ids if i in not_durable]
                 delayed = [i for i in ids if i in later]
-                failed_acks = _settle(subscription.ack, "ack", path, done)
-                failed_nacks = _settle(subscription.nack, "nack", path, undone)
-                later_call = partial(_modack, subscription, hand_back.later_s)
-                failed_later = _settle(later_call, "modack", path, delayed)
+                failed_acks = settle(subscription.ack, "ack", path, done)
+                failed_nacks = settle(subscription.nack, "nack", path, undone)
+                later_call = partial(modack, subscription, hand_back.later_s)
+                failed_later = settle(later_call, "modack", path, delayed)
                 settlement = Settlement(
                     settlement.acked + len(done) - failed_acks,
                     settlement.nacked + len(undone) - failed_nacks,
@@ -138,7 +144,7 @@ class AckingPartition(Generic[_D]):
             return settlement
 
 
-def _settle(call: Callable[[list[str]], None], verb: str, path: str, ids: list[str]) -> int:
+def settle(call: Callable[[list[str]], None], verb: str, path: str, ids: list[str]) -> int:
     """Call ``call(ids)`` up to ``ACK_ATTEMPTS`` times; return how many ids stayed unsettled."""
     if not ids:
         return 0
@@ -158,7 +164,8 @@ def _settle(call: Callable[[list[str]], None], verb: str, path: str, ids: list[s
     return len(ids)
 
 
-def _modack(subscription: Subscription, seconds: int, ids: list[str]) -> None:
+def modack(subscription: Subscription, seconds: int, ids: list[str]) -> None:
+    """Set the ack deadline of ``ids`` to ``seconds`` from now (``settle``'s call for later)."""
     subscription.modack(ids, seconds)
 
 
@@ -175,7 +182,8 @@ def _nack_after_failure(
 
 
 def _ack_ids_by_subscription(rows: list[_D]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = defaultdict(list)
+    # A split delivery's records are many rows under one ack id: each id once.
+    grouped: dict[str, dict[str, None]] = defaultdict(dict)
     for row in rows:
-        grouped[row.subscription].append(row.ack_id)
-    return dict(grouped)
+        grouped[row.subscription][row.ack_id] = None
+    return {path: list(ids) for path, ids in grouped.items()}

@@ -8,7 +8,7 @@ bound a backlog of large messages needs is here (``pull_size``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -72,10 +72,15 @@ def pull_size(
     return max(1, min(partition.max_messages - count, MAX_PULL, by_bytes))
 
 
-def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
+def pull_bounded(
+    partition: PubSubPartition, weigh: Callable[[PulledMessage], int] | None = None
+) -> Iterator[list[PulledMessage]]:
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline.
 
     Notes:
+        ``weigh`` says what a delivery counts against ``max_bytes`` and the pull ceiling
+        (``pull_size``): its ``size`` by default; the ``pubsub-records`` source counts a
+        compressed batch's opened records, what its task will hold.
         A pull still refused after its retries (``TransientError``) ends the slice like an
         empty pull: what was pulled goes through, the rest waits in Pub/Sub, the task does
         not fail. A receipt extension refused so is logged and the messages go on (the
@@ -85,13 +90,14 @@ def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
     from plowline_cloud.pubsub.subscription import Subscription
 
     subscription = Subscription(partition.subscription, partition.emulator_host)
+    weight = weigh or _size
+    count = len(partition.prefetched)
+    size = sum(map(weight, partition.prefetched))  # weighed before it is yielded, as pulls are
     if partition.prefetched:
         # The driver's probe was leased when planned; planning a cold batch can outlast
         # a short ack deadline, so extend it on receipt like every pulled message.
         _extend_on_receipt(subscription, partition.prefetched, partition.ack_deadline_s)
         yield list(partition.prefetched)
-    count = len(partition.prefetched)
-    size = sum(message.size for message in partition.prefetched)
     largest: int | None = None  # the probe is one message: no guide to the backlog's sizes
     timeout_s = partition.pull_timeout_s
     while count < partition.max_messages and size < partition.max_bytes:
@@ -111,11 +117,15 @@ def pull_bounded(partition: PubSubPartition) -> Iterator[list[PulledMessage]]:
         # Receipt extension: the rows still have to reach the sink and its lease extender.
         _extend_on_receipt(subscription, pulled, partition.ack_deadline_s)
         count += len(pulled)
-        sizes = [message.size for message in pulled]
+        sizes = [weight(message) for message in pulled]
         size += sum(sizes)
         largest = max(largest or 0, *sizes)
         timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
         yield pulled
+
+
+def _size(message: PulledMessage) -> int:
+    return message.size
 
 
 def _extend_on_receipt(
