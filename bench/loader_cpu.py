@@ -299,7 +299,10 @@ def _worker_config(config_file: Path, resolver_file: Path) -> WorkerConfig:
     from plowline_loader.bootstrap import worker_config
     from plowline_loader.settings import load_settings
 
-    settings = load_settings({"config": str(config_file), "resolver": str(resolver_file)})
+    settings = load_settings(
+        # The transform ignores the write mode; FILE_LOADS's settings just need a bucket.
+        {"config": str(config_file), "resolver": str(resolver_file), "staging_bucket": "unused"}
+    )
     return worker_config(settings, "0.0.0")
 
 

@@ -3,7 +3,7 @@
 Run: ``uv run python bench/write_mode_cost.py [--events 30000] [--warmup 5000] [--rounds 1]
 [--modes insert-all,write-api-default,exactly-once,file-loads] [--idle-seconds 10]``.
 A smoke check (seconds of loading, not a measurement): ``--events 300 --warmup 100
---idle-seconds 0``.
+--idle-seconds 1``.
 
 One local stack; the same lines (bench/transform.py's mix, as bench/loader_cpu.py: 0-5
 contexts, some unstruct events, ~10% bad lines) go through every mode, the modes as the
@@ -155,6 +155,8 @@ def main() -> None:
     unknown = [mode for mode in modes if mode not in WRITE_MODES]
     if unknown:
         parser.error(f"unknown modes {unknown}; known: {', '.join(WRITE_MODES)}")
+    if args.idle_seconds <= 0:
+        parser.error("--idle-seconds must be > 0 (the idle CPU is a rate)")
     # loader_cpu's round reads these; this bench measures neither a budget nor a profile.
     args.max_messages, args.max_bytes, args.profile = None, None, None
     adopt_orphans()
