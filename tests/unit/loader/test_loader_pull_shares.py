@@ -79,3 +79,10 @@ def test_the_probe_asks_for_one_pull_within_the_batchs_budgets(
 ) -> None:
     """The probe asks for MAX_PULL at most, within the partitions' message and byte budgets."""
     assert expected == probe_size(partitions, max_messages, max_bytes, first)
+
+
+def test_the_first_batch_is_its_probe_even_when_full() -> None:
+    """The query's first batch, its tasks cold: a full probe of 1,000 is the batch, 500 each."""
+    planned = shares(list(range(1000)), 1000, 2, 10_000, first=True)
+    expected = [(500, 500), (500, 500)]
+    assert expected == [(len(share), budget) for share, budget in planned]

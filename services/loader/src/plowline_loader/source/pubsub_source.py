@@ -20,10 +20,11 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   delivery attempts): they are dealt round-robin into the partitions' descriptors and
   count against their budgets.
 - **A batch is shared (``pulls.shares``).** A probe that got fewer messages than it asked
-  for is the micro-batch: each partition processes its share and pulls nothing more, so
-  no task takes a small backlog, or a steady stream, all alone (the first task to start
-  used to). After a full probe (a backlog) each partition pulls on up to its budget; what
-  a task that starts much later (a cold executor) gets beyond its share then depends on
+  for is the micro-batch, and so is the query's first probe (its tasks start cold, seconds
+  apart): each partition processes its share and pulls nothing more, so no task takes a
+  small backlog, or a steady stream, all alone (the first task to start used to). After
+  a full probe (a backlog) each partition pulls on up to its budget; what a task that
+  starts much later (an executor replaced mid-run) gets beyond its share then depends on
   what is left. One partition always pulls on (Pub/Sub may answer short with a backlog).
 - **Executors pull.** ``partitions(start, end)`` returns ``numPartitions`` picklable
   descriptors (subscription, endpoint, share, budgets, timeouts). ``read()`` pulls on the
@@ -213,10 +214,11 @@ class PubSubStreamReader(DataSourceStreamReader):
         self.options = options
         self._probe: _Probe | None = None
         self._subscription: Subscription | None = None
+        self._planned = False  # a batch planned by this process (its tasks ran warm since)
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader into the executors' read function: ship only options.
-        return {"options": self.options, "_probe": None, "_subscription": None}
+        return {"options": self.options, "_probe": None, "_subscription": None, "_planned": False}
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 - Spark's hook name
         """Start every new query at batch 0."""
@@ -288,9 +290,10 @@ class PubSubStreamReader(DataSourceStreamReader):
         """Return ``numPartitions`` descriptors for a non-empty range, none for an empty one.
 
         Notes:
-            Each carries its share of the probe and its budget (``shares``). A range
-            planned without this process's probe (re-planned after a restart) gets full
-            budgets and no shares: the tasks pull as they start.
+            Each carries its share of the probe and its budget (``shares``; the first
+            batch this process plans is its probe alone). A range planned without this
+            process's probe (re-planned after a restart) gets no shares and full budgets:
+            the tasks pull as they start, as before the share rule.
         """
         if start["batch"] >= end["batch"]:
             return []
@@ -300,7 +303,8 @@ class PubSubStreamReader(DataSourceStreamReader):
         if self._probe is not None and self._probe.end == end["batch"]:
             probed, asked = self._probe.messages, self._probe.asked
             self._probe = None
-        dealt = shares(probed, asked, opts.num_partitions, opts.max_messages_per_partition)
+        first, self._planned = not self._planned and bool(probed), True
+        dealt = shares(probed, asked, opts.num_partitions, opts.max_messages_per_partition, first)
         return [
             PubSubPartition(
                 index=index,
