@@ -214,7 +214,7 @@ class PubSubStreamReader(DataSourceStreamReader):
         self.options = options
         self._probe: _Probe | None = None
         self._subscription: Subscription | None = None
-        self._planned = False  # a batch planned by this process (its tasks ran warm since)
+        self._planned = False  # planned a batch already: the executors' workers are warm
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader into the executors' read function: ship only options.

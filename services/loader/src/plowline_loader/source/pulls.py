@@ -40,7 +40,8 @@ class PubSubPartition(InputPartition):
         Picklable (plain values only). ``prefetched`` holds this partition's share of the
         driver's probe deliveries (``shares``); it counts against ``max_messages``, which
         is the partition's budget for this micro-batch (the whole of ``prefetched`` when
-        the probe saw less than a full pull: then the partition pulls nothing more).
+        the probe saw less than a full pull, or in the query's first batch: then the
+        partition pulls nothing more).
     """
 
     index: int
