@@ -11,7 +11,9 @@ a fresh table and subscription) is published first, then the loader is started o
 - ``cluster-2``: the same with ``spark.cores.max=2``: two executors.
 
 Printed per setup: the drain rate (events/s from the first row in the table to the last;
-start-up excluded), the start-up time (start → first row), and CPU seconds per 1,000
+start-up excluded), the start-up time (start → first row), the busiest executor's share
+of the events (from the driver's ``batch loaded … events_by_executor`` log lines; with two
+executors it should stay near 50%, the goal being at most 60%), and CPU seconds per 1,000
 events over the whole run (utime + stime of the driver's process tree and, on the
 cluster, of the app's executors and their Python workers, from /proc). The figure to
 watch on 2 cores is ``cluster-2 / local`` (goal >= 0.7): the overhead of running
@@ -21,9 +23,11 @@ distributed, not a speed-up.
 from __future__ import annotations
 
 import argparse
+import ast
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,19 @@ class Figures:
     startup_s: float
     cpu_s: float
     executors: int
+    busiest: float  # the busiest executor's share of the events
+
+
+_SPLIT = re.compile(r"batch loaded .*?events_by_executor=(\{[^}]*\})")
+
+
+def _busiest_share(log: Path) -> float:
+    """Return the largest share of the events one executor took, from the driver's log."""
+    split: Counter[str] = Counter()
+    for found in _SPLIT.findall(log.read_text(errors="replace")):
+        split.update(ast.literal_eval(found))
+    total = sum(split.values())
+    return max(split.values()) / total if total else float("nan")
 
 
 def _rig(stack: LocalStack, root: Path, events: int) -> tuple[Path, Path, str]:
@@ -161,7 +179,8 @@ def _measure(
     process.wait(120)
     assert first is not None
     rate = (args.events - first[1]) / max(now - first[0], 1e-6)
-    return Figures(setup, args.events, rate, first[0] - started, cpu, len(executors))
+    busiest = _busiest_share(root / "driver.log")
+    return Figures(setup, args.events, rate, first[0] - started, cpu, len(executors), busiest)
 
 
 def main() -> None:
@@ -186,11 +205,11 @@ def main() -> None:
     local = results[0].drain_rate
     print(f"backlog {args.events} events per setup, --max-messages {args.max_messages}")
     print(f"{'setup':<10} {'executors':>9} {'events/s':>9} {'vs local':>8} "
-          f"{'start-up s':>10} {'CPU s/1k ev':>11}")  # fmt: skip
+          f"{'start-up s':>10} {'CPU s/1k ev':>11} {'busiest':>8}")  # fmt: skip
     for f in results:
         print(
             f"{f.setup:<10} {f.executors:>9} {f.drain_rate:>9.0f} {f.drain_rate / local:>8.2f} "
-            f"{f.startup_s:>10.1f} {1000 * f.cpu_s / f.events:>11.2f}"
+            f"{f.startup_s:>10.1f} {1000 * f.cpu_s / f.events:>11.2f} {f.busiest:>8.0%}"
         )
 
 

@@ -84,7 +84,13 @@ class Round:
     transform_us: float
 
 
-def _rig(stack: LocalStack, root: Path) -> tuple[Path, Path, str, str]:
+INSERT_ALL = {"mode": "STREAMING_INSERTS", "retry": False}
+"""The config's ``load`` of these rounds unless told otherwise (``write_mode_cost`` is)."""
+
+
+def _rig(
+    stack: LocalStack, root: Path, load: dict[str, Any] = INSERT_ALL
+) -> tuple[Path, Path, str, str]:
     """Create a table with the mix's columns, a topic and a subscription; write the configs."""
     name = uuid.uuid4().hex[:10]
     client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
@@ -113,7 +119,7 @@ def _rig(stack: LocalStack, root: Path) -> tuple[Path, Path, str, str]:
             "projectId": stack.project, "datasetId": stack.dataset, "tableId": f"events_{name}",
             "input": f"in-{name}", "typesTopic": "types", "typesSubscription": "types-mutator",
             "badRows": "bad-rows", "failedInserts": "failed-inserts",
-            "load": {"mode": "STREAMING_INSERTS", "retry": False}, "purpose": "ENRICHED_EVENTS",
+            "load": load, "purpose": "ENRICHED_EVENTS",
         },
     }  # fmt: skip
     resolver = {
@@ -204,9 +210,15 @@ def _transform_us(config: WorkerConfig, lines: list[str]) -> float:
 
 
 def _round(
-    stack: LocalStack, root: Path, args: argparse.Namespace, seed: int, python: str = sys.executable
+    stack: LocalStack,
+    root: Path,
+    args: argparse.Namespace,
+    seed: int,
+    python: str = sys.executable,
+    load: dict[str, Any] = INSERT_ALL,
+    loader_env: dict[str, str] | None = None,
 ) -> Round:
-    config_file, resolver_file, table_ref, topic = _rig(stack, root)
+    config_file, resolver_file, table_ref, topic = _rig(stack, root, load)
     warmup, backlog = build_lines(args.warmup, seed), build_lines(args.events, seed + 1)
     _publish(stack, topic, warmup)
     port = free_port()
@@ -223,7 +235,7 @@ def _round(
         argv += ["--max-messages", str(args.max_messages)]
     if args.max_bytes is not None:
         argv += ["--max-bytes", str(args.max_bytes)]
-    env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false"}
+    env = {**os.environ, **stack.env(), "PLOWLINE_LOADER_LOG_JSON": "false", **(loader_env or {})}
     # As from a shell with the loader's venv active (Spark's Python workers included).
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
     log = root / "loader.log"
@@ -287,7 +299,10 @@ def _worker_config(config_file: Path, resolver_file: Path) -> WorkerConfig:
     from plowline_loader.bootstrap import worker_config
     from plowline_loader.settings import load_settings
 
-    settings = load_settings({"config": str(config_file), "resolver": str(resolver_file)})
+    settings = load_settings(
+        # The transform ignores the write mode; FILE_LOADS's settings just need a bucket.
+        {"config": str(config_file), "resolver": str(resolver_file), "staging_bucket": "unused"}
+    )
     return worker_config(settings, "0.0.0")
 
 

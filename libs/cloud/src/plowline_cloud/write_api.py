@@ -45,11 +45,7 @@ from plowline_core.schema.widening import missing_fields
 
 from plowline_cloud.clients import emulator_channel
 from plowline_cloud.errors import is_transient, map_google_error
-from plowline_cloud.write_api_offsets import (
-    NotApplied,
-    StreamCursor,
-    settle_by_offset,
-)
+from plowline_cloud.write_api_offsets import NotApplied, StreamCursor, settle_by_offset
 from plowline_cloud.write_api_proto import RowEncoder
 
 MAX_REQUEST_BYTES = 9 * 1024 * 1024  # the API's limit is 10 MB; the descriptor and framing fit in 1

@@ -27,8 +27,10 @@ How a message travels through Spark (``run``), and why:
     2. Driver, JVM: each trigger asks the source for an offset. The source's planner runs
        in a Python process the JVM starts (``source.pubsub_source``): a probe pull says
        whether there is anything to read (Pub/Sub has no offsets: an offset is a batch
-       counter); then it cuts ``numPartitions`` descriptors (``PubSubPartition``:
-       subscription, budgets, the probed message). Pickle boundary 1: the descriptors,
+       counter) and a second one how much, up to one pull; then it cuts ``numPartitions``
+       descriptors (``PubSubPartition``: subscription, budgets, a share of the probed
+       messages; ``source.pulls.shares``: a probe that came back short is the whole
+       batch, shared evenly). Pickle boundary 1: the descriptors,
        and the reader carrying the task function, travel to the executors.
     3. Executor, Python worker (forked by ``spark.worker_daemon``, which preloaded the
        imports): ``source.processing`` reads the partition: it pulls a bounded slice

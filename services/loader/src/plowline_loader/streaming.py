@@ -19,9 +19,9 @@ those nacked alike. The ledger skips every row already committed, and the task w
 the rest; acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in
 a later micro-batch, where the ledger skips it. With the processing source the planned
 partitions are reused: each task pulls again (the nacked messages among others), and
-partition 0 replays the driver's probe delivery under its old ack id, whether its row
-went through the first time or not: a second copy, which insertAll's insertId absorbs
-and the at-least-once modes allow.
+replays its share of the driver's probe deliveries (up to one pull's worth in all) under
+their old ack ids, whether their rows went through the first time or not: second copies,
+which insertAll's insertId absorbs and the at-least-once modes allow.
 
 A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
 the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the

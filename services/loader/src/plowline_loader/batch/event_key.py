@@ -2,8 +2,8 @@
 
 The sink's ledger recognises an event committed by an *earlier* batch. Two copies of one
 message in the *same* micro-batch are a different case: Pub/Sub redelivers a message
-whose lease lapsed (the source's driver-side probe message waits for partition 0's task,
-which can take longer than the ack deadline on a cold first batch), and if the copies
+whose lease lapsed (the source's driver-side probe messages wait for their partitions'
+tasks, which can take longer than the ack deadline on a cold first batch), and if the copies
 land in two partitions both prepare at once, neither sees the other in the ledger.
 So in exactly-once mode the driver keys the micro-batch by event id
 (``streaming.by_event_id``: ``event_id_key``, field ``EVENT_ID_INDEX`` of the line lower-

@@ -14,14 +14,24 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
 - **Offsets are a batch counter** ``{"batch": n}``. They name a micro-batch, not data.
   ``latestOffset`` returns ``start + 1`` only when a probe pull on the driver-side reader
   process got a message; otherwise it returns ``start``, so Spark plans no empty batches
-  and ``processAllAvailable()`` returns once the subscription is drained. The probed
-  message is not nacked (that would inflate its delivery attempts): it travels inside
-  partition 0's descriptor and counts against that partition's budget.
+  and ``processAllAvailable()`` returns once the subscription is drained. A probe that
+  found a message pulls once more, quickly, for up to one pull's worth (``probe_size``):
+  how much is there. The probed messages are not nacked (that would inflate their
+  delivery attempts): they are dealt round-robin into the partitions' descriptors and
+  count against their budgets.
+- **A batch is shared (``pulls.shares``).** A probe that got fewer messages than it asked
+  for is the micro-batch, and so is the query's first probe (its tasks start cold, seconds
+  apart): each partition processes its share and pulls nothing more, so no task takes a
+  small backlog, or a steady stream, all alone (the first task to start used to). After
+  a full probe (a backlog) each partition pulls on up to its budget; what a task that
+  starts much later (an executor replaced mid-run) gets beyond its share then depends on
+  what is left. One partition always pulls on (Pub/Sub may answer short with a backlog).
 - **Executors pull.** ``partitions(start, end)`` returns ``numPartitions`` picklable
-  descriptors (subscription, endpoint, budgets, timeouts). ``read()`` pulls on the executor
-  until the partition holds ``maxMessagesPerPartition`` messages or
-  ``maxBytesPerPartition`` bytes, or a pull comes back empty; each pull's ack ids get a
-  receipt extension to ``ackDeadlineSeconds`` before the rows are yielded. Memory per task
+  descriptors (subscription, endpoint, share, budgets, timeouts). ``read()`` pulls on the
+  executor until the partition holds its budget (``maxMessagesPerPartition``, or its share
+  after a short probe) or ``maxBytesPerPartition`` bytes, or a pull comes back empty;
+  each pull's ack ids get a receipt extension to ``ackDeadlineSeconds`` before the rows
+  are yielded. The probe's messages are bounded like a pull (``probe_size``). Memory per task
   is bounded for a backlog of large messages: the byte budget is checked between pulls,
   and a pull asks for no more messages than the bytes left under
   ``max(maxBytesPerPartition, PULL_CEILING_BYTES)`` (``pulls``; 512 MiB by default) can hold at the
@@ -45,12 +55,12 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
   it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
   correct because no message was acked by the failed run. A task retry, or the driver's
-  retry of the action, pulls afresh, but partition 0 replays the probe delivery under its
-  old ack id (``streaming``: how that is absorbed).
+  retry of the action, pulls afresh, but each partition replays its share of the probe
+  under the old ack ids (``streaming``: how that is absorbed).
 
 Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
 re-runs ``read()`` over the same partitions, pulling other messages and replaying the
-probe delivery), and never filter rows out before the acking sink (a dropped row is never
+probe deliveries), and never filter rows out before the acking sink (a dropped row is never
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
 
@@ -80,7 +90,13 @@ from pyspark.sql.types import (
 )
 
 from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
-from plowline_loader.source.pulls import PubSubPartition, pull_bounded
+from plowline_loader.source.pulls import (
+    DRAIN_TIMEOUT_S,
+    PubSubPartition,
+    probe_size,
+    pull_bounded,
+    shares,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
@@ -189,6 +205,7 @@ def to_record_batch(
 class _Probe:
     end: int
     messages: list[PulledMessage]
+    asked: int
 
 
 class PubSubStreamReader(DataSourceStreamReader):
@@ -198,10 +215,11 @@ class PubSubStreamReader(DataSourceStreamReader):
         self.options = options
         self._probe: _Probe | None = None
         self._subscription: Subscription | None = None
+        self._planned = False  # planned a batch already: the executors' workers are warm
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader into the executors' read function: ship only options.
-        return {"options": self.options, "_probe": None, "_subscription": None}
+        return {"options": self.options, "_probe": None, "_subscription": None, "_planned": False}
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 - Spark's hook name
         """Start every new query at batch 0."""
@@ -226,6 +244,7 @@ class PubSubStreamReader(DataSourceStreamReader):
             probed = subscription.pull(1, self.options.pull_timeout_s)
             if not probed:
                 return start
+            asked = self._probe_rest(subscription, probed)
             # Planning and starting the batch's tasks can outlast a short ack deadline (on
             # a cluster, executors' cold Python workers took > 10 s): the probe would then
             # be redelivered to another partition of the same batch, a duplicate. So it is
@@ -240,30 +259,65 @@ class PubSubStreamReader(DataSourceStreamReader):
                 error=str(error),
             )
             return start
-        self._probe = _Probe(following, probed)
+        self._probe = _Probe(following, probed, asked)
         return {"batch": following}
 
+    def _probe_rest(self, subscription: Subscription, probed: list[PulledMessage]) -> int:
+        """Pull the rest of the probe into ``probed`` (one pull); return how many it asked for.
+
+        Notes:
+            One quick pull (``DRAIN_TIMEOUT_S``) of up to ``probe_size`` messages: how
+            much is there, for the share rule (``shares``). A refusal past its retries
+            keeps the probe at its one message (asked: 1, so every partition pulls on).
+        """
+        opts = self.options
+        asked = probe_size(
+            opts.num_partitions,
+            opts.max_messages_per_partition,
+            opts.max_bytes_per_partition,
+            probed[0].size,
+        )
+        if asked > 1:
+            try:
+                probed.extend(subscription.pull(asked - 1, DRAIN_TIMEOUT_S))
+            except TransientError as error:
+                _log.warning(
+                    "probe's second pull refused: planned on one message", error=str(error)
+                )
+                return 1
+        return asked
+
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[PubSubPartition]:
-        """Return ``numPartitions`` descriptors for a non-empty range, none for an empty one."""
+        """Return ``numPartitions`` descriptors for a non-empty range, none for an empty one.
+
+        Notes:
+            Each carries its share of the probe and its budget (``shares``; the first
+            batch this process plans is its probe alone). A range planned without this
+            process's probe (re-planned after a restart) gets no shares and full budgets:
+            the tasks pull as they start, as before the share rule.
+        """
         if start["batch"] >= end["batch"]:
             return []
-        prefetched: tuple[PulledMessage, ...] = ()
-        if self._probe is not None and self._probe.end == end["batch"]:
-            prefetched = tuple(self._probe.messages)
-            self._probe = None
         opts = self.options
+        probed: list[PulledMessage] = []
+        asked = 0  # no probe: every partition pulls on up to its budget
+        if self._probe is not None and self._probe.end == end["batch"]:
+            probed, asked = self._probe.messages, self._probe.asked
+            self._probe = None
+        first, self._planned = not self._planned and bool(probed), True
+        dealt = shares(probed, asked, opts.num_partitions, opts.max_messages_per_partition, first)
         return [
             PubSubPartition(
                 index=index,
                 subscription=opts.subscription,
                 emulator_host=opts.emulator_host,
-                max_messages=opts.max_messages_per_partition,
+                max_messages=budget,
                 max_bytes=opts.max_bytes_per_partition,
                 pull_timeout_s=opts.pull_timeout_s,
                 ack_deadline_s=opts.ack_deadline_s,
-                prefetched=prefetched if index == 0 else (),
+                prefetched=share,
             )
-            for index in range(opts.num_partitions)
+            for index, (share, budget) in enumerate(dealt)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

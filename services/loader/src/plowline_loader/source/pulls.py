@@ -3,14 +3,15 @@
 What runs on the executor before the messages reach the partition function: the
 ``pubsub`` source (``pubsub_source``) plans these descriptors on the driver, and both it
 and the processing source (``processing``) read them with ``pull_bounded``. The memory
-bound a backlog of large messages needs is here (``pull_size``).
+bound a backlog of large messages needs is here (``pull_size``), and so is the share
+rule that spreads a micro-batch over its partitions (``probe_size``, ``shares``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 from plowline_core.errors import TransientError
@@ -23,11 +24,12 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("plowline.loader.source")
 
 # After a partition's first pull, one that waits this long for nothing: drained for now.
-_DRAIN_TIMEOUT_S = 0.25
+DRAIN_TIMEOUT_S = 0.25
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 """Pub/Sub's largest message (data and attributes), rounded up: a pull's worst case each."""
 PULL_CEILING_BYTES = 512 * 1024 * 1024
 """A task's pulls are sized so that its messages stay under this (or the byte budget)."""
+_M = TypeVar("_M")
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,11 @@ class PubSubPartition(InputPartition):
     """What one Spark task needs to pull a bounded slice of a subscription.
 
     Notes:
-        Picklable (plain values only). ``prefetched`` holds the driver's probe delivery
-        (partition 0 only); it counts against ``max_messages``.
+        Picklable (plain values only). ``prefetched`` holds this partition's share of the
+        driver's probe deliveries (``shares``); it counts against ``max_messages``, which
+        is the partition's budget for this micro-batch (the whole of ``prefetched`` when
+        the probe saw less than a full pull, or in the query's first batch: then the
+        partition pulls nothing more).
     """
 
     index: int
@@ -72,6 +77,49 @@ def pull_size(
     return max(1, min(partition.max_messages - count, MAX_PULL, by_bytes))
 
 
+def probe_size(partitions: int, max_messages: int, max_bytes: int, first: int) -> int:
+    """Return how many messages the driver's probe asks for, its first being ``first`` bytes.
+
+    Notes:
+        Pure. At least 1; at most one pull (``MAX_PULL``), the batch's message budget
+        (``partitions * max_messages``), and what the partitions' byte budgets together
+        (``partitions * max_bytes``) hold at ``first`` bytes a message. The probe's first
+        message (one pull of 1) is the only guide to the sizes: what this does not bound,
+        as in ``pull_size``, is larger messages behind it (the rest of the probe is one
+        pull, so at most ``MAX_PULL`` of them).
+    """
+    from plowline_cloud.pubsub.subscription import MAX_PULL
+
+    by_bytes = max(1, partitions * max_bytes // max(1, first))
+    return max(1, min(MAX_PULL, partitions * max_messages, by_bytes))
+
+
+def shares(
+    probed: Sequence[_M], asked: int, partitions: int, max_messages: int, first: bool = False
+) -> list[tuple[tuple[_M, ...], int]]:
+    """Return each partition's (share of the probe's messages, message budget).
+
+    Notes:
+        Pure. The share rule, which spreads a micro-batch over its partitions however
+        their tasks' starts are skewed: the probe's messages are dealt round-robin (no
+        two shares differ by more than one message). A probe that came back with fewer
+        messages than it ``asked`` for is what Pub/Sub had to offer: each partition's
+        budget is then its share, so it pulls nothing more and no partition takes more
+        than its share of what was there (before, the first task to start pulled a
+        backlog smaller than one pull all alone, and then tailed a steady stream up to
+        its budget). So is the query's ``first`` micro-batch, full probe or not: its
+        tasks start cold, seconds apart on a cluster, and the first would pull the
+        backlog alone (the demo on two executors: 1,500 and 500 of 2,000). A full
+        probe after that means a backlog, met by warm tasks pulling side by side: every
+        partition pulls on up to ``max_messages``. One partition keeps ``max_messages``
+        always: there is nothing to share, and Pub/Sub may return fewer messages than
+        asked for even with a backlog, so a short probe must not cut its batch.
+    """
+    dealt = [tuple(probed[index::partitions]) for index in range(partitions)]
+    pulls_on = partitions == 1 or (len(probed) >= asked and not first)
+    return [(share, max(max_messages, len(share)) if pulls_on else len(share)) for share in dealt]
+
+
 def pull_bounded(
     partition: PubSubPartition, weigh: Callable[[PulledMessage], int] | None = None
 ) -> Iterator[list[PulledMessage]]:
@@ -93,13 +141,14 @@ def pull_bounded(
     weight = weigh or _size
     count = len(partition.prefetched)
     size = sum(map(weight, partition.prefetched))  # weighed before it is yielded, as pulls are
+    timeout_s = partition.pull_timeout_s
     if partition.prefetched:
         # The driver's probe was leased when planned; planning a cold batch can outlast
         # a short ack deadline, so extend it on receipt like every pulled message.
         _extend_on_receipt(subscription, partition.prefetched, partition.ack_deadline_s)
         yield list(partition.prefetched)
-    largest: int | None = None  # the probe is one message: no guide to the backlog's sizes
-    timeout_s = partition.pull_timeout_s
+        timeout_s = min(partition.pull_timeout_s, DRAIN_TIMEOUT_S)  # it has work already
+    largest: int | None = None  # a share of the probe is no guide to the backlog's sizes
     while count < partition.max_messages and size < partition.max_bytes:
         try:
             asked = pull_size(partition, count, size, largest or MAX_MESSAGE_BYTES)
@@ -120,7 +169,7 @@ def pull_bounded(
         sizes = [weight(message) for message in pulled]
         size += sum(sizes)
         largest = max(largest or 0, *sizes)
-        timeout_s = min(partition.pull_timeout_s, _DRAIN_TIMEOUT_S)
+        timeout_s = min(partition.pull_timeout_s, DRAIN_TIMEOUT_S)
         yield pulled
 
 
