@@ -18,10 +18,10 @@ the first attempt again, under their old ack ids, those acked (their rows durabl
 those nacked alike. The ledger skips every row already committed, and the task writes
 the rest; acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in
 a later micro-batch, where the ledger skips it. With the processing source the planned
-partitions are reused: each task pulls again (the nacked messages among others), and
-replays its share of the driver's probe deliveries (up to one pull's worth in all) under
-their old ack ids, whether their rows went through the first time or not: second copies,
-which insertAll's insertId absorbs and the at-least-once modes allow.
+partitions are reused: each task pulls again (the nacked messages among others) but
+does not replay its share of the driver's probe deliveries (the action's attempt travels
+to the tasks as a Spark local property, ``source.pulls.retried_action``): the first
+attempt acked the share with its durable rows or nacked it.
 
 A Spark job that fails (an executor lost with the shuffle outputs of exactly-once mode:
 the source is not replayable, so Spark cannot re-run the lost map tasks and aborts the
@@ -59,6 +59,7 @@ from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.source.processing import register_processing_source, report_of
+from plowline_loader.source.pulls import ATTEMPT_PROPERTY
 from plowline_loader.source.record_source import RECORDS_FORMAT, register_record_source
 from plowline_loader.source.split_settling import settle_split
 
@@ -190,7 +191,7 @@ class BatchWriter:
         while True:
             started = time.monotonic()
             try:
-                reports = self._run(frame)
+                reports = self._run(frame, attempt + job_failures)
             except (Py4JJavaError, CapturedException) as failure:
                 job_failures += 1
                 if job_failures > MAX_JOB_FAILURES:
@@ -241,13 +242,11 @@ class BatchWriter:
         if watch is not None:
             (watch.progressed if progress else watch.gave_back)()
 
-    def _run(self, frame: DataFrame) -> list[PartitionReport]:
-        """Run the batch's one action; return the partitions' reports."""
+    def _run(self, frame: DataFrame, attempt: int) -> list[PartitionReport]:
+        """Run the batch's one action, attempt ``attempt`` (0, 1, …); return the reports."""
+        frame.sparkSession.sparkContext.setLocalProperty(ATTEMPT_PROPERTY, str(attempt))
         if self._keyed:
-            reports: list[PartitionReport] = frame.rdd.mapPartitions(
-                self._partition.from_rows
-            ).collect()
-            return reports
+            return list(frame.rdd.mapPartitions(self._partition.from_rows).collect())
         return [report_of(row) for row in frame.collect()]
 
     def stop(self, timeout_s: float) -> bool:

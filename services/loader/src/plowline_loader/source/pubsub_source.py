@@ -54,13 +54,12 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
 - **Restarts.** A committed batch is never re-run. An uncommitted batch in the offset log
   is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
   it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
-  correct because no message was acked by the failed run. A task retry, or the driver's
-  retry of the action, pulls afresh, but each partition replays its share of the probe
-  under the old ack ids (``streaming``: how that is absorbed).
+  correct because no message was acked by the failed run. A task retry pulls afresh
+  and replays its partition's share of the probe (nacked when the task failed); the
+  driver's retry of the action pulls afresh without it (``pulls.retried_action``).
 
 Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
-re-runs ``read()`` over the same partitions, pulling other messages and replaying the
-probe deliveries), and never filter rows out before the acking sink (a dropped row is never
+re-runs ``read()`` over the same partitions, pulling other messages), and never filter rows out before the acking sink (a dropped row is never
 acked and comes back forever); filter inside the processor instead.
 ``Trigger.AvailableNow`` is not supported (a subscription has no "now" to stop at).
 

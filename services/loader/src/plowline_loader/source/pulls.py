@@ -120,6 +120,26 @@ def shares(
     return [(share, max(max_messages, len(share)) if pulls_on else len(share)) for share in dealt]
 
 
+ATTEMPT_PROPERTY = "plowline.attempt"
+"""The Spark local property the driver sets to a micro-batch's attempt (0, 1, …) per action."""
+
+
+def retried_action() -> bool:
+    """Say whether this task belongs to a micro-batch's retried action (``ATTEMPT_PROPERTY``).
+
+    Notes:
+        Read in a task; outside one (no ``TaskContext``) it is no retry. The driver sets
+        the property on the thread that runs the action (``streaming.BatchWriter``):
+        Spark hands a job's local properties to each of its tasks.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return False
+    return (context.getLocalProperty(ATTEMPT_PROPERTY) or "0") != "0"
+
+
 def pull_bounded(
     partition: PubSubPartition, weigh: Callable[[PulledMessage], int] | None = None
 ) -> Iterator[list[PulledMessage]]:
@@ -129,6 +149,11 @@ def pull_bounded(
         ``weigh`` says what a delivery counts against ``max_bytes`` and the pull ceiling
         (``pull_size``): its ``size`` by default; the ``pubsub-records`` source counts a
         compressed batch's opened records, what its task will hold.
+        A retried action (``retried_action``) does not replay the partition's share of
+        the probe: the first attempt acked it with its durable rows or nacked it (then it
+        comes back in a fresh pull), and a share whose task never ran comes back when its
+        lease lapses. Replayed, a share acked already was written a second time in the
+        modes that do not absorb a copy (Write API default stream, file loads).
         A pull still refused after its retries (``TransientError``) ends the slice like an
         empty pull: what was pulled goes through, the rest waits in Pub/Sub, the task does
         not fail. A receipt extension refused so is logged and the messages go on (the
@@ -139,14 +164,15 @@ def pull_bounded(
 
     subscription = Subscription(partition.subscription, partition.emulator_host)
     weight = weigh or _size
-    count = len(partition.prefetched)
-    size = sum(map(weight, partition.prefetched))  # weighed before it is yielded, as pulls are
+    prefetched = () if retried_action() else partition.prefetched
+    count = len(prefetched)
+    size = sum(map(weight, prefetched))  # weighed before it is yielded, as pulls are
     timeout_s = partition.pull_timeout_s
-    if partition.prefetched:
+    if prefetched:
         # The driver's probe was leased when planned; planning a cold batch can outlast
         # a short ack deadline, so extend it on receipt like every pulled message.
-        _extend_on_receipt(subscription, partition.prefetched, partition.ack_deadline_s)
-        yield list(partition.prefetched)
+        _extend_on_receipt(subscription, prefetched, partition.ack_deadline_s)
+        yield list(prefetched)
         timeout_s = min(partition.pull_timeout_s, DRAIN_TIMEOUT_S)  # it has work already
     largest: int | None = None  # a share of the probe is no guide to the backlog's sizes
     while count < partition.max_messages and size < partition.max_bytes:
