@@ -15,6 +15,7 @@ from plowline_loader.health import Readiness
 from plowline_loader.metrics import MISSING_SCHEMA_LABELS, LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.streaming import BatchWriter, StreamSettings
+from support.spark_frame import AttemptTags
 
 MISSING = "iglu:com.acme/missing/jsonschema/1-0-0"
 _CONFIG = {
@@ -29,11 +30,12 @@ _CONFIG = {
 }  # fmt: skip
 
 
-class ReportFrame:
+class ReportFrame(AttemptTags):
     """A micro-batch whose one action returns the given partition reports as rows."""
 
     def __init__(self, *reports: PartitionReport) -> None:
         self.rows = [{"report": pickle.dumps(report)} for report in reports]
+        super().__init__()
 
     def collect(self) -> list[dict[str, bytes]]:
         """Return the rows a processing source's batch would."""

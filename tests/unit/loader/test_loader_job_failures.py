@@ -10,9 +10,11 @@ from plowline_core.schema.entity import ColumnMode
 from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.health import Readiness
 from plowline_loader.partition import StreamingPartition
+from plowline_loader.source.pulls import ATTEMPT_PROPERTY
 from plowline_loader.streaming import MAX_JOB_FAILURES, BatchWriter, StreamSettings
 from pyspark.errors.exceptions.captured import CapturedException
 from support.configs import bigquery_config
+from support.spark_frame import AttemptTags
 
 _ABORTED = "Job aborted due to stage failure: A shuffle map stage with indeterminate output"
 _CONFIG = bigquery_config(name="unit")
@@ -28,10 +30,11 @@ class JobAborted(CapturedException):
         return _ABORTED
 
 
-class FailingFrame:
+class FailingFrame(AttemptTags):
     """A micro-batch whose one action fails ``failures`` times, then returns no report."""
 
     def __init__(self, failures: int) -> None:
+        super().__init__()
         self.failures = failures
         self.actions = 0
 
@@ -54,12 +57,13 @@ def _writer(tmp_path: Path) -> BatchWriter:
 
 
 def test_a_failed_job_is_run_again(tmp_path: Path) -> None:
-    """Two aborted jobs in a row: the batch runs its action again and completes."""
+    """Two aborted jobs in a row: the batch runs its action again, tagged as a retry, and completes."""
     writer, frame = _writer(tmp_path), FailingFrame(failures=2)
 
     writer(frame, 0)  # type: ignore[arg-type]
 
-    assert (frame.actions, writer.job_failures) == (3, 2)
+    attempts = [(ATTEMPT_PROPERTY, str(attempt)) for attempt in range(3)]
+    assert (frame.actions, writer.job_failures, frame.tags) == (3, 2, attempts)
 
 
 def test_a_job_that_keeps_failing_fails_the_query(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ class _ScriptedWriter(BatchWriter):
         self._reports = reports
         self.attempted = threading.Event()
 
-    def _run(self, frame: Any) -> list[PartitionReport]:
+    def _run(self, frame: Any, attempt: int = 0) -> list[PartitionReport]:
         self.attempted.set()
         return self._reports
 

@@ -35,7 +35,7 @@ class _HungWriter(BatchWriter):
         self.attempted = threading.Event()
         self.release = threading.Event()
 
-    def _run(self, frame: Any) -> list[PartitionReport]:
+    def _run(self, frame: Any, attempt: int = 0) -> list[PartitionReport]:
         self.attempted.set()
         self.release.wait(30)
         return [PartitionReport()]

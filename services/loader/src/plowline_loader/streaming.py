@@ -187,11 +187,11 @@ class BatchWriter:
 
     def _until_done(self, frame: DataFrame, batch_id: int) -> None:
         """Run the batch until it goes through (progress) or the loader stops (no progress)."""
-        attempt = job_failures = 0
+        attempt = job_failures = runs = 0
         while True:
-            started = time.monotonic()
+            started, runs = time.monotonic(), runs + 1
             try:
-                reports = self._run(frame, attempt + job_failures)
+                reports = self._run(frame, runs - 1)
             except (Py4JJavaError, CapturedException) as failure:
                 job_failures += 1
                 if job_failures > MAX_JOB_FAILURES:
