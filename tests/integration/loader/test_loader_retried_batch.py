@@ -12,7 +12,6 @@ which absorbs no copy, writes each event once.
 from __future__ import annotations
 
 import dataclasses
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,20 +22,12 @@ from plowline_cloud.clients import publisher_client
 from plowline_core.testing.tsv import enriched_line
 from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
+from support.timing import wait_for
 
 if TYPE_CHECKING:
     from conftest import ModeRig
 
 GOOD = 50
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
 
 
 @pytest.mark.parametrize(
@@ -78,7 +69,7 @@ def test_a_retried_batch_writes_each_event_once(
     loader = StreamingLoader(spark, config, settings)
     query = loader.start()
     try:
-        retried = _wait_for(lambda: loader.writer.transient_failures >= 2)
+        retried = wait_for(lambda: loader.writer.transient_failures >= 2)
         publisher_client(rig.stack.endpoints.pubsub_target).create_topic(
             request={"name": config.topic(topic)}
         )

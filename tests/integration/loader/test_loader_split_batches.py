@@ -28,6 +28,7 @@ from plowline_loader.streaming import StreamingLoader, StreamSettings, by_event_
 from pyspark.sql import SparkSession, functions
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 from support.stack import pull_all
+from support.timing import wait_for
 
 if TYPE_CHECKING:
     from conftest import ModeRig
@@ -115,15 +116,6 @@ def test_batches_sharing_event_ids_write_each_id_once(
     )
 
 
-def _wait_for(check: Callable[[], bool], timeout_s: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
 def test_a_record_not_durable_leaves_its_batch_unacked_until_it_is(
     mode_rig: Callable[[dict[str, Any]], ModeRig],
     spark: SparkSession,
@@ -142,13 +134,13 @@ def test_a_record_not_durable_leaves_its_batch_unacked_until_it_is(
     loader = StreamingLoader(spark, config, _settings(tmp_path))
     query = loader.start()
     try:
-        retried = _wait_for(lambda: loader.writer.transient_failures >= 2)
+        retried = wait_for(lambda: loader.writer.transient_failures >= 2)
         held_back = dict(loader.writer.split_deliveries)
         publisher_client(rig.stack.endpoints.pubsub_target).create_topic(
             request={"name": config.topic(topic)}
         )
         # The nacked delivery comes back in a later micro-batch, and is acked there.
-        _wait_for(lambda: loader.writer.split_deliveries["acked"] >= 2)
+        wait_for(lambda: loader.writer.split_deliveries["acked"] >= 2)
         query.processAllAvailable()
     finally:
         loader.stop(30)

@@ -8,36 +8,24 @@ import httpx
 import pytest
 from plowline_cloud.liveness import ProgressWatch, register_watch_metrics
 from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
+from support.timing import ManualClock
 
 LIMIT = 60.0
 
 
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
-def clock() -> _Clock:
+def clock() -> ManualClock:
     """A fake monotonic clock."""
-    return _Clock()
+    return ManualClock(1000.0)
 
 
 @pytest.fixture
-def watch(clock: _Clock) -> ProgressWatch:
+def watch(clock: ManualClock) -> ProgressWatch:
     """A watch with a 60 s stall timeout on the fake clock."""
     return ProgressWatch(LIMIT, clock)
 
 
-def test_idle_service_stays_alive_for_ever(watch: ProgressWatch, clock: _Clock) -> None:
+def test_idle_service_stays_alive_for_ever(watch: ProgressWatch, clock: ManualClock) -> None:
     """A service that never received work is live however long it waits."""
     clock.advance(LIMIT * 100)
     expected = True
@@ -45,7 +33,7 @@ def test_idle_service_stays_alive_for_ever(watch: ProgressWatch, clock: _Clock) 
 
 
 def test_held_work_without_progress_fails_after_the_timeout(
-    watch: ProgressWatch, clock: _Clock
+    watch: ProgressWatch, clock: ManualClock
 ) -> None:
     """Work held one second past the stall timeout with no ack makes the service not live."""
     watch.took(3)
@@ -54,7 +42,7 @@ def test_held_work_without_progress_fails_after_the_timeout(
     assert expected == (watch.alive(), watch.held, watch.stalled_s())
 
 
-def test_held_work_within_the_timeout_is_alive(watch: ProgressWatch, clock: _Clock) -> None:
+def test_held_work_within_the_timeout_is_alive(watch: ProgressWatch, clock: ManualClock) -> None:
     """Work held exactly the stall timeout is still live (the limit is inclusive)."""
     watch.took()
     clock.advance(LIMIT)
@@ -62,7 +50,7 @@ def test_held_work_within_the_timeout_is_alive(watch: ProgressWatch, clock: _Clo
     assert expected == watch.alive()
 
 
-def test_progress_restarts_the_clock(watch: ProgressWatch, clock: _Clock) -> None:
+def test_progress_restarts_the_clock(watch: ProgressWatch, clock: ManualClock) -> None:
     """An ack while other work is still held restarts the stall clock from that ack."""
     watch.took(2)
     clock.advance(LIMIT - 1)
@@ -72,7 +60,7 @@ def test_progress_restarts_the_clock(watch: ProgressWatch, clock: _Clock) -> Non
     assert expected == (watch.alive(), watch.held, watch.stalled_s())
 
 
-def test_all_work_settled_is_idle_again(watch: ProgressWatch, clock: _Clock) -> None:
+def test_all_work_settled_is_idle_again(watch: ProgressWatch, clock: ManualClock) -> None:
     """Once everything held is acked the service is idle: live however long it then waits."""
     watch.took()
     watch.progressed()
@@ -81,7 +69,7 @@ def test_all_work_settled_is_idle_again(watch: ProgressWatch, clock: _Clock) -> 
     assert expected == (watch.alive(), watch.stalled_s())
 
 
-def test_give_back_is_not_progress(watch: ProgressWatch, clock: _Clock) -> None:
+def test_give_back_is_not_progress(watch: ProgressWatch, clock: ManualClock) -> None:
     """Nacked work that comes straight back keeps the stall clock running (a nack loop)."""
     watch.took()
     clock.advance(LIMIT / 2)
@@ -93,7 +81,7 @@ def test_give_back_is_not_progress(watch: ProgressWatch, clock: _Clock) -> None:
 
 
 def test_work_long_after_a_give_back_starts_a_fresh_clock(
-    watch: ProgressWatch, clock: _Clock
+    watch: ProgressWatch, clock: ManualClock
 ) -> None:
     """Work arriving long after the last give-back is new work: its clock starts at arrival."""
     watch.took()
@@ -105,7 +93,7 @@ def test_work_long_after_a_give_back_starts_a_fresh_clock(
     assert expected == (watch.alive(), watch.stalled_s())
 
 
-def test_idle_after_a_give_back_is_alive(watch: ProgressWatch, clock: _Clock) -> None:
+def test_idle_after_a_give_back_is_alive(watch: ProgressWatch, clock: ManualClock) -> None:
     """A service that gave its work back and holds nothing is live (another took it)."""
     watch.took()
     clock.advance(LIMIT - 1)
@@ -115,13 +103,15 @@ def test_idle_after_a_give_back_is_alive(watch: ProgressWatch, clock: _Clock) ->
     assert expected == watch.alive()
 
 
-def test_a_non_positive_timeout_is_refused(clock: _Clock) -> None:
+def test_a_non_positive_timeout_is_refused(clock: ManualClock) -> None:
     """A zero stall timeout is a configuration error, never a watch that always fails."""
     with pytest.raises(ValueError, match="must be positive"):
         ProgressWatch(0, clock)
 
 
-def test_details_say_what_is_held_and_for_how_long(watch: ProgressWatch, clock: _Clock) -> None:
+def test_details_say_what_is_held_and_for_how_long(
+    watch: ProgressWatch, clock: ManualClock
+) -> None:
     """The /healthz body names held work, seconds without progress and the limit."""
     watch.took(2)
     clock.advance(61.5)
@@ -134,7 +124,7 @@ def test_details_say_what_is_held_and_for_how_long(watch: ProgressWatch, clock: 
     assert expected == watch.details()
 
 
-def test_gauges_read_the_watch_at_scrape_time(watch: ProgressWatch, clock: _Clock) -> None:
+def test_gauges_read_the_watch_at_scrape_time(watch: ProgressWatch, clock: ManualClock) -> None:
     """work_held, stalled_seconds and ready are read from the watch when scraped."""
     registry = MetricsRegistry("repeater")
     register_watch_metrics(registry, "repeater", watch, lambda: True)
@@ -172,7 +162,7 @@ def server(watch: ProgressWatch) -> Iterator[HealthServer]:
 
 
 def test_healthz_answers_503_when_stalled(
-    server: HealthServer, watch: ProgressWatch, clock: _Clock
+    server: HealthServer, watch: ProgressWatch, clock: ManualClock
 ) -> None:
     """/healthz answers 503 with the watch's details once held work stalls."""
     watch.took()
@@ -183,7 +173,7 @@ def test_healthz_answers_503_when_stalled(
 
 
 def test_healthz_answers_200_while_progressing(
-    server: HealthServer, watch: ProgressWatch, clock: _Clock
+    server: HealthServer, watch: ProgressWatch, clock: ManualClock
 ) -> None:
     """/healthz answers 200 while held work progresses within the timeout."""
     watch.took(2)

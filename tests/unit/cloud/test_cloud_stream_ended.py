@@ -15,19 +15,10 @@ from plowline_cloud.liveness import (
     keep_consuming,
 )
 from plowline_cloud.metrics import HealthServer, MetricsRegistry, start_health_server
+from support.timing import ManualClock
 
 LIMIT = 60.0
 CAUSE = "streaming pull from projects/p/subscriptions/s ended (NotFound: 404 gone)"
-
-
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class _Stream:
@@ -43,13 +34,13 @@ class _Stream:
 
 
 @pytest.fixture
-def clock() -> _Clock:
+def clock() -> ManualClock:
     """A fake monotonic clock."""
-    return _Clock()
+    return ManualClock(1000.0)
 
 
 @pytest.fixture
-def watch(clock: _Clock) -> ProgressWatch:
+def watch(clock: ManualClock) -> ProgressWatch:
     """A watch with a 60 s stall timeout on the fake clock."""
     return ProgressWatch(LIMIT, clock)
 
@@ -101,7 +92,7 @@ def test_a_stop_request_ends_the_consumer_with_exit_0(watch: ProgressWatch) -> N
     ],
 )
 def test_a_stall_ends_the_consumer_only_where_asked(
-    watch: ProgressWatch, clock: _Clock, end_on_stall: bool, expected: tuple[int, bool]
+    watch: ProgressWatch, clock: ManualClock, end_on_stall: bool, expected: tuple[int, bool]
 ) -> None:
     """Held work stalled past the timeout ends the loop only with ``end_on_stall`` (the loader)."""
     watch.took()

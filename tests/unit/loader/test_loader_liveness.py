@@ -11,18 +11,9 @@ from plowline_loader.batch.outcome import BatchOutcome
 from plowline_loader.health import Readiness
 from plowline_loader.partition import PartitionReport
 from plowline_loader.streaming import BatchWriter, StreamSettings
+from support.timing import ManualClock
 
 STALL = 600.0
-
-
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class _ScriptedWriter(BatchWriter):
@@ -42,7 +33,7 @@ class _ScriptedWriter(BatchWriter):
 
 def test_a_batch_that_goes_through_is_progress() -> None:
     """After a committed batch nothing is held and the loader is live however long it idles."""
-    clock = _Clock()
+    clock = ManualClock()
     watch = ProgressWatch(STALL, clock)
     writer = _ScriptedWriter(watch, [PartitionReport(BatchOutcome())])
     writer(None, 0)  # type: ignore[arg-type]  # the scripted action never reads the frame
@@ -53,7 +44,7 @@ def test_a_batch_that_goes_through_is_progress() -> None:
 
 def test_a_batch_held_back_past_the_stall_timeout_fails_liveness() -> None:
     """A batch retried on a failing dependency for longer than the stall timeout is not live."""
-    clock = _Clock()
+    clock = ManualClock()
     watch = ProgressWatch(STALL, clock)
     writer = _ScriptedWriter(
         watch, [PartitionReport(BatchOutcome(), transient_error="BigQuery down")]

@@ -12,18 +12,9 @@ from plowline_loader.health import Readiness
 from plowline_loader.partition import PartitionReport
 from plowline_loader.streaming import BatchWriter, StreamSettings
 from plowline_loader.vigil import arm_hard_exit, keep_vigil
+from support.timing import ManualClock
 
 STALL = 60.0
-
-
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class _HungWriter(BatchWriter):
@@ -44,7 +35,7 @@ class _HungWriter(BatchWriter):
 class _RunningQuery:
     """A query that runs (the clock moving on each wait) until ``ends_after`` waits, then fails."""
 
-    def __init__(self, clock: _Clock, ends_after: float = STALL * 20) -> None:
+    def __init__(self, clock: ManualClock, ends_after: float = STALL * 20) -> None:
         self._clock = clock
         self._ends_after = ends_after
         self.waits = 0
@@ -60,7 +51,7 @@ class _RunningQuery:
 
 def test_a_hung_micro_batch_ends_the_vigil_with_exit_code_1() -> None:
     """A batch in flight past the stall timeout ends the driver's wait with code 1, naming it."""
-    clock = _Clock()
+    clock = ManualClock()
     watch = ProgressWatch(STALL, clock)
     writer = _HungWriter(watch)
     batch = threading.Thread(target=writer, args=(None, 0))
@@ -77,7 +68,7 @@ def test_a_hung_micro_batch_ends_the_vigil_with_exit_code_1() -> None:
 
 def test_an_idle_loader_keeps_its_vigil_until_stopped() -> None:
     """Holding nothing for ten stall timeouts is not a stall: only SIGTERM ends the wait (code 0)."""
-    clock = _Clock()
+    clock = ManualClock()
     watch = ProgressWatch(STALL, clock)
     stop = threading.Event()
 
@@ -93,7 +84,7 @@ def test_an_idle_loader_keeps_its_vigil_until_stopped() -> None:
 
 def test_a_failed_query_ends_the_vigil_with_its_error() -> None:
     """A query that ended on its own gives code 1 and Spark's reason."""
-    clock = _Clock()
+    clock = ManualClock()
     ending = keep_vigil(
         _RunningQuery(clock, ends_after=0), threading.Event(), ProgressWatch(STALL, clock)
     )
@@ -103,7 +94,7 @@ def test_a_failed_query_ends_the_vigil_with_its_error() -> None:
 
 def test_a_failed_query_makes_the_loader_not_alive() -> None:
     """Once the query has ended, /healthz's watch says not alive and names why, idle or not."""
-    clock = _Clock()
+    clock = ManualClock()
     watch = ProgressWatch(STALL, clock)
     keep_vigil(_RunningQuery(clock, ends_after=0), threading.Event(), watch)
     details = watch.details()

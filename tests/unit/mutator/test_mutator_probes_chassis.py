@@ -17,6 +17,7 @@ from plowline_mutator.api import ApiContext, create_app
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from starlette.exceptions import StarletteDeprecationWarning
+from support.timing import ManualClock
 
 with warnings.catch_warnings():
     # Starlette asks for the httpx2 package, which is not installed; httpx works.
@@ -24,16 +25,6 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 LIMIT = 60.0
-
-
-class _Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class _Resolver:
@@ -44,13 +35,13 @@ class _Resolver:
 
 
 @pytest.fixture
-def clock() -> _Clock:
+def clock() -> ManualClock:
     """A fake monotonic clock."""
-    return _Clock()
+    return ManualClock(1000.0)
 
 
 @pytest.fixture
-def watch(clock: _Clock) -> ProgressWatch:
+def watch(clock: ManualClock) -> ProgressWatch:
     """A watch holding one type, on the fake clock."""
     watch = ProgressWatch(LIMIT, clock)
     watch.took(1)
@@ -85,7 +76,7 @@ def both(watch: ProgressWatch) -> Iterator[tuple[TestClient, str]]:
     "path", [pytest.param("/healthz", id="healthz"), pytest.param("/readyz", id="readyz")]
 )
 def test_serve_answers_its_probe_as_the_chassis_does(
-    both: tuple[TestClient, str], clock: _Clock, path: str, stalled_s: float
+    both: tuple[TestClient, str], clock: ManualClock, path: str, stalled_s: float
 ) -> None:
     """serve's /healthz and /readyz give the status and JSON of the chassis's health server."""
     api, health_url = both
