@@ -12,12 +12,13 @@ When a partition reports a transient error (its deliveries not yet durable were
 nacked), the driver marks itself not ready, waits with exponential backoff and runs the
 action again; readiness returns with the first batch that goes through.
 
-A retried action re-processes stale deliveries, absorbed as follows. In exactly-once
-mode Spark reuses the shuffle's output: the retry pulls nothing and runs the very rows of
-the first attempt again, under their old ack ids, those acked (their rows durable) and
-those nacked alike. The ledger skips every row already committed, and the task writes
-the rest; acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in
-a later micro-batch, where the ledger skips it. With the processing source the planned
+A retried action meets stale deliveries in exactly-once mode only. There Spark reuses
+the shuffle's output: the retry pulls nothing and runs the very rows of the first
+attempt again, under their old ack ids, those acked (their rows durable) and those
+nacked alike. The ledger skips every row already committed, and the task writes the
+rest (a bad line's bad row is published again: a copy the dead-letter writer absorbs);
+acking a stale id is a no-op for Pub/Sub, so each nacked message comes back in a later
+micro-batch, where the ledger skips it. With the processing source the planned
 partitions are reused: each task pulls again (the nacked messages among others) but
 does not replay its share of the driver's probe deliveries (the action's attempt travels
 to the tasks as a Spark local property, ``source.pulls.retried_action``): the first
