@@ -132,7 +132,7 @@ def _task(config: WorkerConfig, subscription: str, host: str, events: int, varia
         worker_heap.TASK_GC_THRESHOLD = int(variant[3:])
     try:
         task = StreamingPartition(replace(config, pubsub_emulator_host=host))
-        reports = list(task(rows))
+        reports = list(task([rows]))  # one round
     finally:
         gc.enable()
         partition_module.ThreadPoolExecutor = pool  # type: ignore[misc]

@@ -20,7 +20,7 @@ def test_the_partition_function_reads_each_delivery_as_pulled(channel: Channel) 
     before_us = int(time.time() * 1e6) - 1_000_000  # the emulator's clock may round down
     ids = channel.publish(3)
     after_us = int(time.time() * 1e6) + 1_000_000
-    everything = cloudpickle.dumps(lambda messages: [list(messages)])  # type: ignore[no-untyped-call]
+    everything = cloudpickle.dumps(lambda rounds: [[m for one in rounds for m in one]])  # type: ignore[no-untyped-call]
     options = PubSubSourceOptions(channel.subscription, channel.endpoint, 1, 10, pull_timeout_s=5.0)
     reader = ProcessingStreamReader(options, everything)
     [partition] = reader.partitions({"batch": 0}, {"batch": 1})

@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import pytest
@@ -49,6 +50,17 @@ class CountAndAck:
         if ack_ids:
             Subscription(self.subscription, self.endpoint).ack(ack_ids)
         return [(TaskContext.get().partitionId(), len(ack_ids))]  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class EachRound:
+    """The processing source's form of ``CountAndAck``: its rounds read as one stream."""
+
+    count: CountAndAck
+
+    def __call__(self, rounds: Iterable[Iterable[PulledMessage]]) -> list[tuple[int, int]]:
+        """Count and ack the deliveries of every round."""
+        return self.count(chain.from_iterable(rounds))
 
 
 def _pubsub_writer(count: CountAndAck, split: Counter[int]) -> Callable[[DataFrame, int], None]:
@@ -102,7 +114,7 @@ def test_a_backlog_is_shared_by_both_partitions(
     split: Counter[int] = Counter()
     if source == "processing":
         name = f"spread-{uuid.uuid4().hex[:8]}"
-        register_processing_source(harness.spark, name, count)
+        register_processing_source(harness.spark, name, EachRound(count))
         write = _processing_writer(split)
     else:
         name, write = "pubsub", _pubsub_writer(count, split)
@@ -128,7 +140,7 @@ def test_a_task_starting_late_still_gets_its_share_of_the_first_batch(
     count = CountAndAck(channel.endpoint, channel.subscription, late_s=2.0)
     split: Counter[int] = Counter()
     name = f"late-{uuid.uuid4().hex[:8]}"
-    register_processing_source(harness.spark, name, count)
+    register_processing_source(harness.spark, name, EachRound(count))
     query = _start(harness, channel, name, _processing_writer(split))
 
     harness.drain(query)

@@ -86,3 +86,17 @@ def test_the_first_batch_is_its_probe_even_when_full() -> None:
     planned = shares(list(range(1000)), 1000, 2, 10_000, first=True)
     expected = [(500, 500), (500, 500)]
     assert expected == [(len(share), budget) for share, budget in planned]
+
+
+def test_long_lived_tasks_pull_on_after_a_short_probe() -> None:
+    """A steady stream's short probe (300 of 1,000): long-lived tasks keep their budgets."""
+    planned = shares(list(range(300)), 1000, 2, 10_000, long_lived=True)
+    expected = [(150, 10_000), (150, 10_000)]
+    assert expected == [(len(share), budget) for share, budget in planned]
+
+
+def test_long_lived_tasks_still_share_the_first_batch() -> None:
+    """The query's first batch stays its probe for long-lived tasks too (cold tasks)."""
+    planned = shares(list(range(300)), 1000, 2, 10_000, first=True, long_lived=True)
+    expected = [(150, 150), (150, 150)]
+    assert expected == [(len(share), budget) for share, budget in planned]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from plowline_core.config import LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.webhook import WebhookSettings
 from plowline_loader.bootstrap import worker_config
@@ -39,6 +40,10 @@ def test_environment_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> N
         pytest.param({"partitions": "0"}, "--partitions (PLOWLINE_LOADER_PARTITIONS)", id="zero"),
         pytest.param({"column_mode": "minor"}, "--column-mode", id="unknown-mode"),
         pytest.param({"lease_interval": "90"}, "--lease-interval", id="lease-over-deadline"),
+        pytest.param({"task_seconds": "16"}, "--task-seconds", id="task-over-half-the-grace"),
+        pytest.param(
+            {"task_seconds": "40", "grace_period": "60"}, "--task-seconds", id="over-its-grace"
+        ),
     ],
 )
 def test_bad_value_is_a_config_error_naming_it(values: dict[str, str], named: str) -> None:
@@ -174,3 +179,22 @@ def test_without_a_setup_delay_every_error_waits_alike() -> None:
     settings = StreamSettings("cp", backoff_initial_s=0.5, backoff_max_s=30.0)
 
     assert backoff_delay(1, 0.5, 30.0) == settings.retry_delay(1, TABLE_MISSING)
+
+
+@pytest.mark.parametrize(
+    ("load", "exactly_once", "expected"),
+    [
+        pytest.param(LoadMode(LoadKind.STREAMING_INSERTS), False, 15.0, id="insert-all"),
+        pytest.param(LoadMode(LoadKind.STORAGE_WRITE_API), False, 15.0, id="write-api-default"),
+        pytest.param(LoadMode(LoadKind.STORAGE_WRITE_API), True, 0.0, id="exactly-once"),
+        pytest.param(LoadMode(LoadKind.FILE_LOADS, frequency=60), False, 0.0, id="file-loads"),
+    ],
+)
+def test_tasks_live_long_where_a_task_may_write_many_slices(
+    load: LoadMode, exactly_once: bool, expected: float
+) -> None:
+    """Long-lived tasks by default, but one slice a task for load jobs (one job a task) and
+    exactly-once (a shuffle between reading and writing)."""
+    settings = load_settings({**BASE})
+
+    assert expected == settings.long_lived_task_s(load, exactly_once)

@@ -66,7 +66,7 @@ def test_a_task_reads_its_messages_with_the_task_threshold(tmp_path: Path) -> No
         seen.append(gc.get_threshold())
         yield from ()
 
-    list(StreamingPartition(_config(tmp_path))(messages()))
+    list(StreamingPartition(_config(tmp_path))([messages()]))
 
     expected = ([(TASK_GC_THRESHOLD, *before[1:])], before)
     assert expected == (seen, gc.get_threshold())

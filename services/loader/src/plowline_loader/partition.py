@@ -1,18 +1,20 @@
 """The executor side of a micro-batch: run the BatchProcessor in a Spark task, then ack.
 
 ``StreamingPartition`` is the function every task of a micro-batch runs, inside the
-source's ``read()`` (``source.processing``: over the pulled messages themselves) or, in
-exactly-once mode, as ``frame.rdd.mapPartitions(partition.from_rows)`` (over the
-``pubsub-records`` source's rows, each made a ``PulledMessage``: ``record_split``). It
-hands the messages to ``AckingPartition`` (lease, process, ack or nack) with a processor
-that runs ``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), then
-yields one small ``PartitionReport``: that is how counts and latencies reach the
-driver's metrics.
+source's ``read()`` (``source.processing``: over the pulled messages themselves, round
+after round for a long-lived task: ``source.pulls.TaskRounds``) or, in exactly-once mode,
+as ``frame.rdd.mapPartitions(partition.from_rows)`` (over the ``pubsub-records`` source's
+rows, each made a ``PulledMessage``: ``record_split``; one round). It hands each round's
+messages to ``AckingPartition`` (lease, process, ack or nack) with a processor that runs
+``BatchProcessor`` over them in pipelined chunks (``process_in_chunks``), so a round is
+durable and acked before the next is pulled, then yields one small ``PartitionReport``
+of all its rounds: that is how counts and latencies reach the driver's metrics.
 
 Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:
-    every ack id not yet durable is handed back (nacked, so redelivered at once) and the
-    report carries the error, so the driver backs off and marks itself not ready. Any
+    every ack id not yet durable is handed back (nacked, so redelivered at once), no
+    further round is read, and the report carries the error, so the driver backs off and
+    marks itself not ready. Any
     other exception fails the task (AckingPartition nacks first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
     In exactly-once mode a compressed batch may reach the task as some of its records
@@ -82,6 +84,20 @@ class PartitionReport:
     held_acks: tuple[str, ...] = ()  # held for a missing schema: delivered again later
     executor: str = "driver"
     record_accounts: tuple[RecordAccount, ...] = ()  # split deliveries: the driver settles them
+    rounds: int = 1  # slices read one after the other (``source.pulls.TaskRounds``)
+
+    def then(self, later: PartitionReport) -> PartitionReport:
+        """Return this report followed by ``later``'s, of a next round of the same task."""
+        return PartitionReport(
+            outcome=self.outcome.merge(later.outcome),
+            transient_error=later.transient_error or self.transient_error,
+            registry_outages=self.registry_outages + later.registry_outages,
+            unsettled_acks=self.unsettled_acks + later.unsettled_acks,
+            held_acks=self.held_acks + later.held_acks,
+            executor=later.executor,
+            record_accounts=self.record_accounts + later.record_accounts,
+            rounds=self.rounds + later.rounds,
+        )
 
 
 _LOG_URL_EXECUTOR = re.compile(r"[?&]executorId=([^&]+)")
@@ -122,30 +138,37 @@ class StreamingPartition:
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
 
-    def __call__(self, messages: Iterable[PulledMessage]) -> Iterator[PartitionReport]:
-        """Process the partition's messages, settle them, and yield one report.
+    def __call__(self, rounds: Iterable[Iterable[PulledMessage]]) -> Iterator[PartitionReport]:
+        """Process the partition's rounds of messages, settling each, and yield one report.
 
         Notes:
-            ``messages`` must not have been read yet (a lazy iterable): the heap is frozen
-            before (see the module notes).
+            Each round is read, processed and settled before the next is asked for; after
+            a round that met a transient error no other is. The rounds must not have been
+            read yet (lazy iterables): the heap is frozen before (see the module notes).
         """
-        return self._run(messages, None)
+        return self._run(rounds, None)
 
     def from_rows(self, rows: Iterable[Row]) -> Iterator[PartitionReport]:
         """Process a partition of the ``pubsub-records`` source's rows (exactly-once mode)."""
         split = SplitTracker()
-        return self._run(split.messages(rows), split)
+        return self._run([split.messages(rows)], split)
 
     def _run(
-        self, messages: Iterable[PulledMessage], split: SplitTracker | None
+        self, rounds: Iterable[Iterable[PulledMessage]], split: SplitTracker | None
     ) -> Iterator[PartitionReport]:
         worker_heap.freeze_worker_heap()
-        recorder = _Recorder(self.config, split)
         host = self.config.pubsub_emulator_host
-        acking = AckingPartition(recorder, host, self.ack_deadline_s, self.lease_interval_s)
+        report: PartitionReport | None = None
         with worker_heap.task_collector(worker_heap.TASK_GC_THRESHOLD):
-            settled = acking(messages)
-        yield replace(recorder.report, executor=executor_id(), unsettled_acks=settled.unsettled)
+            for messages in rounds:
+                recorder = _Recorder(self.config, split)
+                acking = AckingPartition(recorder, host, self.ack_deadline_s, self.lease_interval_s)
+                settled = acking(messages)
+                done = replace(recorder.report, unsettled_acks=settled.unsettled)
+                report = done if report is None else report.then(done)
+                if done.transient_error is not None:
+                    break
+        yield replace(report or PartitionReport(), executor=executor_id())
 
 
 class ChunkProcessor(Protocol):

@@ -81,9 +81,10 @@ _FLAGS = {
     ),
     "--port": "health and metrics port (default 8083)",
     "--max-messages": (
-        "messages per partition per micro-batch (default 10000; --max-bytes may stop it sooner)"
+        "messages a task pulls before writing them: per partition per micro-batch, or per "
+        "slice of a long-lived task (default 10000; --max-bytes may stop it sooner)"
     ),
-    "--max-bytes": "bytes per partition per micro-batch (default 16 MiB)",
+    "--max-bytes": "bytes a task pulls before writing them, as --max-messages (default 16 MiB)",
     "--partitions": "Spark partitions (concurrent pull/insert tasks) per micro-batch (default 2)",
     "--trigger-interval": (
         "seconds between micro-batch starts (default: load.frequency for FILE_LOADS, "
@@ -107,6 +108,13 @@ _FLAGS = {
         "limit) is announced again (default 600; 2.x config: retries.tooManyColumns.delay)"
     ),
     "--grace-period": "seconds allowed for a graceful stop on SIGTERM (default 30)",
+    "--task-seconds": (
+        "seconds a Spark task keeps pulling, writing and acking slice after slice (each of "
+        "at most --max-messages) before the next micro-batch is planned; it ends sooner when "
+        "the subscription is idle. Fewer micro-batches cost less CPU; metrics arrive when a "
+        "task ends. At most half of --grace-period; 0: one slice a task (default 15; "
+        "FILE_LOADS and exactly-once always use one slice)"
+    ),
     "--stall-timeout": (
         f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "
         "any supervisor restarts it (default 600)"
@@ -223,7 +231,12 @@ def run(args: argparse.Namespace) -> int:
     spark = build_spark_session(spark_settings)
     stop_on_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
-    streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
+    load = config.bigquery.load
+    streams = _stream_settings(
+        settings,
+        settings.trigger_interval_s(load),
+        settings.long_lived_task_s(load, config.exactly_once),
+    )
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
     code = EXIT_UNAVAILABLE  # an exception while starting
     try:
@@ -312,7 +325,9 @@ def _warn_missing_archive(path: str | None) -> None:
         )
 
 
-def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> StreamSettings:
+def _stream_settings(
+    settings: LoaderSettings, trigger_interval_s: float, task_seconds: float
+) -> StreamSettings:
     checkpoint = settings.checkpoint or tempfile.mkdtemp(prefix="plowline-loader-checkpoint-")
     return StreamSettings(
         checkpoint=checkpoint,
@@ -323,6 +338,7 @@ def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> Str
         ack_deadline_s=settings.ack_deadline,
         lease_interval_s=settings.lease_interval,
         trigger_interval_s=trigger_interval_s,
+        task_seconds=task_seconds,
         backoff_initial_s=settings.backoff_initial,
         backoff_max_s=settings.backoff_max,
         setup_backoff_s=settings.setup_backoff,

@@ -66,6 +66,7 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     partitions: PositiveInt = 2
     trigger_interval: NonNegativeFloat | None = None
     grace_period: PositiveFloat = 30.0
+    task_seconds: NonNegativeFloat = 15.0  # long-lived tasks (source.pulls.TaskRounds); 0: off
     ack_deadline: int = Field(60, ge=MIN_DEADLINE_S, le=MAX_DEADLINE_S)
     lease_interval: PositiveFloat = 20.0
     pull_timeout: PositiveFloat = 1.0
@@ -106,6 +107,31 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
         if deadline is not None and value >= deadline:
             raise ValueError(f"must be below --ack-deadline ({value} >= {deadline})")
         return value
+
+    @field_validator("task_seconds")
+    @classmethod
+    def _task_within_grace(cls, value: float, info: ValidationInfo) -> float:
+        """Hold a task's life to half the grace period: a stop waits for the batch in flight."""
+        grace = info.data.get("grace_period")  # absent when it was invalid itself
+        if grace is not None and value > grace / 2:
+            raise ValueError(
+                f"must be at most half of --grace-period ({value} > {grace} / 2): a graceful "
+                "stop waits for the tasks in flight; raise --grace-period or lower this"
+            )
+        return value
+
+    def long_lived_task_s(self, load: LoadMode, exactly_once: bool) -> float:
+        """Return how long a task reads round after round for ``load`` (0: one slice).
+
+        Notes:
+            FILE_LOADS starts one load job per task (BigQuery's daily quota of load jobs
+            per table), so its tasks read one slice each, at ``trigger_interval_s``;
+            exactly-once mode shuffles its rows between reading and writing, so a task
+            there is one slice too.
+        """
+        if exactly_once or load.mode is LoadKind.FILE_LOADS:
+            return 0.0
+        return self.task_seconds
 
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.

@@ -3,7 +3,11 @@
 Each micro-batch runs exactly one Spark action per attempt, a ``collect()`` of one small
 ``PartitionReport`` per task: the tasks pull, process and ack on the executors, inside
 the source's ``read()`` (``source.processing``: the rows never leave the Python worker
-that pulled them), and the driver merges the reports into the metrics. In exactly-once
+that pulled them), and the driver merges the reports into the metrics. A task may be long-lived
+(``StreamSettings.task_seconds``): it then pulls, processes and acks round after round
+for that long (``source.pulls.TaskRounds``), so under load the driver plans a
+micro-batch once per ``task_seconds`` rather than once per slice; its report, and so the
+metrics, come when it ends. In exactly-once
 mode the rows are shuffled by event id first, so there the source is ``pubsub-records``
 (compressed batches read as one row per record), the action is
 ``frame.rdd.mapPartitions(StreamingPartition(...).from_rows)``, and the driver then acks
@@ -88,6 +92,7 @@ class StreamSettings:
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
     trigger_interval_s: float = 0.0
+    task_seconds: float = 0.0  # > 0: long-lived tasks (``source.pulls.TaskRounds``)
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     setup_backoff_s: float | None = None  # a setup error's first wait (None: as any error)
@@ -344,6 +349,7 @@ class StreamingLoader:
             .option("maxBytesPerPartition", str(s.max_bytes))
             .option("pullTimeoutSeconds", str(s.pull_timeout_s))
             .option("ackDeadlineSeconds", str(s.ack_deadline_s))
+            .option("taskSeconds", str(s.task_seconds))  # plowline-load only
             .option("maxBytesSinglePayload", str(unpack.max_bytes_single_payload))
             .option("maxBytesInBatch", str(unpack.max_bytes_in_batch))  # pubsub-records only
         )

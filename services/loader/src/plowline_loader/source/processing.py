@@ -5,12 +5,14 @@ Usage::
     register_processing_source(spark, "plowline-load", process)
     reports = [report_of(row) for row in spark.readStream.format("plowline-load")...]
 
-``process`` is a picklable function from a partition's deliveries (``PulledMessage``s, a
-lazy iterator that pulls as it is read) to a few picklable results; in the loader it is
-``StreamingPartition``: transform, insert, publish, ack, and one ``PartitionReport``.
-The source's ``read()`` pulls the partition's bounded slice exactly as ``pubsub`` does,
-hands it to ``process`` in the same task, and yields one row per result (``report``: the
-pickled result). The micro-batch's one action is then a ``collect()`` of those reports.
+``process`` is a picklable function from a partition's rounds (``pulls.TaskRounds``: each
+round a lazy iterator of ``PulledMessage``s that pulls as it is read) to a few picklable
+results; in the loader it is ``StreamingPartition``: for each round transform, insert,
+publish, ack, and at the end one ``PartitionReport``. The source's ``read()`` pulls the
+partition's bounded slices exactly as ``pubsub`` does (one, or one after the other for a
+long-lived task: the ``taskSeconds`` option), hands them to ``process`` in the same task,
+and yields one row per result (``report``: the pickled result). The micro-batch's one
+action is then a ``collect()`` of those reports.
 
 Notes:
     Why (resident memory and CPU): with the plain source, the rows travel from the Python worker that read
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from pyspark import cloudpickle
@@ -41,7 +42,7 @@ from plowline_loader.source.pubsub_source import (
     PubSubSourceOptions,
     PubSubStreamReader,
 )
-from plowline_loader.source.pulls import PubSubPartition, pull_bounded
+from plowline_loader.source.pulls import PubSubPartition, TaskRounds
 
 if TYPE_CHECKING:
     from plowline_cloud.pubsub.pulled import PulledMessage
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 REPORT_SCHEMA = StructType([StructField("report", BinaryType(), False)])
 """One row per result of the partition function: the pickled result."""
 
-TaskFunction = Callable[[Iterator["PulledMessage"]], Iterable[object]]
+TaskFunction = Callable[[Iterable[Iterable["PulledMessage"]]], Iterable[object]]
 
 
 class ProcessingStreamReader(PubSubStreamReader):
@@ -77,12 +78,11 @@ class ProcessingStreamReader(PubSubStreamReader):
         return function
 
     def read(self, partition: InputPartition) -> Iterator[tuple[bytes]]:
-        """Pull the partition's slice, process it in this task, yield the pickled results."""
+        """Pull the partition's slices, process them in this task, yield the pickled results."""
         if not isinstance(partition, PubSubPartition):
             raise TypeError(f"pubsub source cannot read {type(partition).__name__}")
         # Lazy: the function pulls when it reads them (it may prepare the worker first).
-        messages = chain.from_iterable(pull_bounded(partition))
-        for result in self.process(messages):
+        for result in self.process(TaskRounds(partition)):
             yield (pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),)
 
 

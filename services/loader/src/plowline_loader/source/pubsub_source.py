@@ -26,6 +26,11 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   a full probe (a backlog) each partition pulls on up to its budget; what a task that
   starts much later (an executor replaced mid-run) gets beyond its share then depends on
   what is left. One partition always pulls on (Pub/Sub may answer short with a backlog).
+- **Long-lived tasks (``taskSeconds`` > 0).** A partition that pulls on reads slice after
+  slice for that long (``pulls.TaskRounds``), and pulls on after a short probe too (but
+  in the first batch): under a steady stream the driver plans a micro-batch once per
+  ``taskSeconds``, not once a second. The process function reads each slice to its end
+  before the next is pulled. 0 (the default of this source): one slice a task.
 - **Executors pull.** ``partitions(start, end)`` returns ``numPartitions`` picklable
   descriptors (subscription, endpoint, share, budgets, timeouts). ``read()`` pulls on the
   executor until the partition holds its budget (``maxMessagesPerPartition``, or its share
@@ -131,6 +136,7 @@ class PubSubSourceOptions:
     max_bytes_per_partition: int = 16 * 1024 * 1024
     pull_timeout_s: float = 1.0
     ack_deadline_s: int = 60
+    task_seconds: float = 0.0  # > 0: long-lived tasks (``pulls.TaskRounds``)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> PubSubSourceOptions:
@@ -153,6 +159,7 @@ class PubSubSourceOptions:
             ),
             pull_timeout_s=_number(options, "pullTimeoutSeconds", float, cls.pull_timeout_s),
             ack_deadline_s=_number(options, "ackDeadlineSeconds", int, cls.ack_deadline_s),
+            task_seconds=_number(options, "taskSeconds", float, cls.task_seconds),
         )
         parsed._check()
         return parsed
@@ -166,6 +173,8 @@ class PubSubSourceOptions:
             raise ConfigError(
                 "pubsub source: maxBytesPerPartition and pullTimeoutSeconds must be > 0"
             )
+        if self.task_seconds < 0:
+            raise ConfigError("pubsub source: taskSeconds must be >= 0 (0: one slice a task)")
         if not MIN_DEADLINE_S <= self.ack_deadline_s <= MAX_DEADLINE_S:
             raise ConfigError(
                 f"pubsub source: ackDeadlineSeconds must be within "
@@ -304,7 +313,10 @@ class PubSubStreamReader(DataSourceStreamReader):
             probed, asked = self._probe.messages, self._probe.asked
             self._probe = None
         first, self._planned = not self._planned and bool(probed), True
-        dealt = shares(probed, asked, opts.num_partitions, opts.max_messages_per_partition, first)
+        long_lived = opts.task_seconds > 0
+        dealt = shares(
+            probed, asked, opts.num_partitions, opts.max_messages_per_partition, first, long_lived
+        )
         return [
             PubSubPartition(
                 index=index,
@@ -315,6 +327,7 @@ class PubSubStreamReader(DataSourceStreamReader):
                 pull_timeout_s=opts.pull_timeout_s,
                 ack_deadline_s=opts.ack_deadline_s,
                 prefetched=share,
+                task_seconds=opts.task_seconds if budget > len(share) else 0.0,
             )
             for index, (share, budget) in enumerate(dealt)
         ]

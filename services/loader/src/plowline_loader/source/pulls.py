@@ -5,12 +5,17 @@ What runs on the executor before the messages reach the partition function: the
 and the processing source (``processing``) read them with ``pull_bounded``. The memory
 bound a backlog of large messages needs is here (``pull_size``), and so is the share
 rule that spreads a micro-batch over its partitions (``probe_size``, ``shares``).
+A long-lived task (``task_seconds``) reads its partition as rounds (``TaskRounds``): one
+bounded slice after another, each settled before the next is pulled, until its time is
+up or the subscription is idle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import chain
 from typing import TYPE_CHECKING, TypeVar
 
 import structlog
@@ -29,6 +34,8 @@ MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 """Pub/Sub's largest message (data and attributes), rounded up: a pull's worst case each."""
 PULL_CEILING_BYTES = 512 * 1024 * 1024
 """A task's pulls are sized so that its messages stay under this (or the byte budget)."""
+IDLE_PAUSE_S = 0.05
+"""A long-lived task's pause between pulls that found nothing (``TaskRounds``)."""
 _M = TypeVar("_M")
 
 
@@ -42,6 +49,9 @@ class PubSubPartition(InputPartition):
         is the partition's budget for this micro-batch (the whole of ``prefetched`` when
         the probe saw less than a full pull, or in the query's first batch: then the
         partition pulls nothing more).
+        ``task_seconds`` (0: one slice) makes the task long-lived: it reads slice after
+        slice for that long (``TaskRounds``), each slice bounded by ``max_messages`` and
+        ``max_bytes`` as the one slice is.
     """
 
     index: int
@@ -52,6 +62,7 @@ class PubSubPartition(InputPartition):
     pull_timeout_s: float
     ack_deadline_s: int
     prefetched: tuple[PulledMessage, ...] = ()
+    task_seconds: float = 0.0
 
 
 def pull_size(
@@ -95,7 +106,12 @@ def probe_size(partitions: int, max_messages: int, max_bytes: int, first: int) -
 
 
 def shares(
-    probed: Sequence[_M], asked: int, partitions: int, max_messages: int, first: bool = False
+    probed: Sequence[_M],
+    asked: int,
+    partitions: int,
+    max_messages: int,
+    first: bool = False,
+    long_lived: bool = False,
 ) -> list[tuple[tuple[_M, ...], int]]:
     """Return each partition's (share of the probe's messages, message budget).
 
@@ -114,9 +130,13 @@ def shares(
         partition pulls on up to ``max_messages``. One partition keeps ``max_messages``
         always: there is nothing to share, and Pub/Sub may return fewer messages than
         asked for even with a backlog, so a short probe must not cut its batch.
+        Long-lived tasks (``long_lived``) pull on after a short probe too (all but the
+        ``first`` batch's): they run side by side for their ``task_seconds``, so a steady
+        stream is shared by pulling, and a batch of one probe's share each would plan a
+        micro-batch a second.
     """
     dealt = [tuple(probed[index::partitions]) for index in range(partitions)]
-    pulls_on = partitions == 1 or (len(probed) >= asked and not first)
+    pulls_on = partitions == 1 or (not first and (long_lived or len(probed) >= asked))
     return [(share, max(max_messages, len(share)) if pulls_on else len(share)) for share in dealt]
 
 
@@ -142,7 +162,7 @@ def retried_action() -> bool:
 
 def pull_bounded(
     partition: PubSubPartition, weigh: Callable[[PulledMessage], int] | None = None
-) -> Iterator[list[PulledMessage]]:
+) -> Generator[list[PulledMessage], None, bool]:
     """Yield the partition's deliveries pull by pull, each extended to the ack deadline.
 
     Notes:
@@ -159,6 +179,7 @@ def pull_bounded(
         not fail. A receipt extension refused so is logged and the messages go on (the
         lease extender tries again; one whose lease lapses first is delivered again: a
         duplicate, which every mode absorbs, never a loss). Other errors fail the task.
+        Returns (the generator's value) whether a pull was refused so.
     """
     from plowline_cloud.pubsub.subscription import Subscription
 
@@ -186,9 +207,9 @@ def pull_bounded(
                 pulled=count,
                 error=str(error),
             )
-            return
+            return True
         if not pulled:
-            return
+            return False
         # Receipt extension: the rows still have to reach the sink and its lease extender.
         _extend_on_receipt(subscription, pulled, partition.ack_deadline_s)
         count += len(pulled)
@@ -197,6 +218,86 @@ def pull_bounded(
         largest = max(largest or 0, *sizes)
         timeout_s = min(partition.pull_timeout_s, DRAIN_TIMEOUT_S)
         yield pulled
+    return False
+
+
+class TaskRounds:
+    """A task's partition as rounds: bounded slices, read one after the other while time lasts.
+
+    Usage (in the task, each round read to its end before the next is asked for)::
+
+        for messages in TaskRounds(partition):
+            settle(process(list(messages)))   # ack before the next round is pulled
+
+    Notes:
+        The first round is ``pull_bounded(partition)`` (with the probe's share). A
+        long-lived partition (``task_seconds`` > 0) then reads more rounds, each a
+        ``pull_bounded`` of the same budgets without the share, for as long as the task
+        is younger than ``task_seconds`` when a round is asked for. It ends sooner when
+        a round's first pull waited ``pull_timeout_s`` for nothing (the subscription is
+        idle: the driver's probe starts the next micro-batch when messages come), or a
+        pull was refused past its retries (the driver backs off), or the reader stops
+        asking (a round that failed). So the JVM plans a micro-batch once per
+        ``task_seconds`` under load instead of once per slice, and a round's rows are
+        written and acked as soon as the round is read: latency does not wait for the
+        task to end. Memory is one round's, as a one-slice task's.
+    """
+
+    def __init__(
+        self,
+        partition: PubSubPartition,
+        weigh: Callable[[PulledMessage], int] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._partition = partition
+        self._weigh = weigh
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self.rounds = 0
+        self._ended = False  # a pull refused, or the subscription idle
+        self._started = self._last_found = 0.0
+
+    def __iter__(self) -> Iterator[Iterator[PulledMessage]]:
+        """Yield each round's deliveries (lazy: a round pulls as it is read)."""
+        self._started = self._last_found = self._monotonic()
+        partition = self._partition
+        while True:
+            self.rounds += 1
+            yield chain.from_iterable(self._round(partition, waits=self.rounds > 1))
+            partition = replace(partition, prefetched=())
+            if self._ended or self._partition.task_seconds <= 0 or self._time_up():
+                return
+
+    def _time_up(self) -> bool:
+        return self._monotonic() - self._started >= self._partition.task_seconds
+
+    def _round(self, partition: PubSubPartition, waits: bool) -> Iterator[list[PulledMessage]]:
+        """Yield one ``pull_bounded`` slice; note whether it ends the task.
+
+        Notes:
+            A round after the first that finds nothing pulls again (``IDLE_PAUSE_S``
+            apart: a pull may answer at once, empty) until the subscription has been
+            idle for ``pull_timeout_s`` or the task's time is up.
+        """
+        while True:
+            pulls, empty = pull_bounded(partition, self._weigh), True
+            while True:
+                try:
+                    pulled = next(pulls)
+                except StopIteration as stop:
+                    refused = bool(stop.value)
+                    break
+                empty = False
+                yield pulled
+            now = self._monotonic()
+            if not empty:
+                self._last_found = now
+            idle = now - self._last_found >= partition.pull_timeout_s
+            if refused or not empty or not waits or idle or self._time_up():
+                self._ended = refused or empty
+                return
+            self._sleep(IDLE_PAUSE_S)
 
 
 def _size(message: PulledMessage) -> int:
