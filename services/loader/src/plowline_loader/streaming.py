@@ -36,7 +36,8 @@ correct; past that the error propagates and the query fails, as a bug should.
 
 Notes:
     Stopping (SIGTERM): new micro-batches are skipped, the one in flight finishes (its
-    acks done), then the query stops. A skipped batch acks nothing; its messages come back
+    acks done; long-lived tasks within ``task_seconds`` and a slice, which is why that is
+    at most half the grace period), then the query stops. A skipped batch acks nothing; its messages come back
     after their ack deadline. Pub/Sub offsets mean nothing (see the source), so a fresh
     checkpoint directory on every start is fine.
 """
