@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plowline_core.config import LoadKind, LoadMode
 from plowline_core.errors import ConfigError
 from plowline_core.webhook import WebhookSettings
 from plowline_loader.bootstrap import worker_config
@@ -179,22 +178,3 @@ def test_without_a_setup_delay_every_error_waits_alike() -> None:
     settings = StreamSettings("cp", backoff_initial_s=0.5, backoff_max_s=30.0)
 
     assert backoff_delay(1, 0.5, 30.0) == settings.retry_delay(1, TABLE_MISSING)
-
-
-@pytest.mark.parametrize(
-    ("load", "exactly_once", "expected"),
-    [
-        pytest.param(LoadMode(LoadKind.STREAMING_INSERTS), False, 15.0, id="insert-all"),
-        pytest.param(LoadMode(LoadKind.STORAGE_WRITE_API), False, 15.0, id="write-api-default"),
-        pytest.param(LoadMode(LoadKind.STORAGE_WRITE_API), True, 0.0, id="exactly-once"),
-        pytest.param(LoadMode(LoadKind.FILE_LOADS, frequency=60), False, 0.0, id="file-loads"),
-    ],
-)
-def test_tasks_live_long_where_a_task_may_write_many_slices(
-    load: LoadMode, exactly_once: bool, expected: float
-) -> None:
-    """Long-lived tasks by default, but one slice a task for load jobs (one job a task) and
-    exactly-once (a shuffle between reading and writing)."""
-    settings = load_settings({**BASE})
-
-    assert expected == settings.long_lived_task_s(load, exactly_once)

@@ -231,12 +231,7 @@ def run(args: argparse.Namespace) -> int:
     spark = build_spark_session(spark_settings)
     stop_on_signals(stop)  # again: pyspark's SparkContext took SIGINT (KeyboardInterrupt)
     log_spark_session(spark)
-    load = config.bigquery.load
-    streams = _stream_settings(
-        settings,
-        settings.trigger_interval_s(load),
-        settings.long_lived_task_s(load, config.exactly_once),
-    )
+    streams = _stream_settings(settings, settings.trigger_interval_s(config.bigquery.load))
     loader = StreamingLoader(spark, config, streams, readiness, metrics, watch=watch)
     code = EXIT_UNAVAILABLE  # an exception while starting
     try:
@@ -325,9 +320,7 @@ def _warn_missing_archive(path: str | None) -> None:
         )
 
 
-def _stream_settings(
-    settings: LoaderSettings, trigger_interval_s: float, task_seconds: float
-) -> StreamSettings:
+def _stream_settings(settings: LoaderSettings, trigger_interval_s: float) -> StreamSettings:
     checkpoint = settings.checkpoint or tempfile.mkdtemp(prefix="plowline-loader-checkpoint-")
     return StreamSettings(
         checkpoint=checkpoint,
@@ -338,7 +331,7 @@ def _stream_settings(
         ack_deadline_s=settings.ack_deadline,
         lease_interval_s=settings.lease_interval,
         trigger_interval_s=trigger_interval_s,
-        task_seconds=task_seconds,
+        task_seconds=settings.task_seconds,
         backoff_initial_s=settings.backoff_initial,
         backoff_max_s=settings.backoff_max,
         setup_backoff_s=settings.setup_backoff,

@@ -44,6 +44,7 @@ from plowline_loader.batch.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, Sche
 from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
+from plowline_loader.source.pulls import TASK_SECONDS
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
 _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
@@ -66,7 +67,7 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     partitions: PositiveInt = 2
     trigger_interval: NonNegativeFloat | None = None
     grace_period: PositiveFloat = 30.0
-    task_seconds: NonNegativeFloat = 15.0  # long-lived tasks (source.pulls.TaskRounds); 0: off
+    task_seconds: NonNegativeFloat = TASK_SECONDS  # long-lived tasks (source.pulls.TaskRounds)
     ack_deadline: int = Field(60, ge=MIN_DEADLINE_S, le=MAX_DEADLINE_S)
     lease_interval: PositiveFloat = 20.0
     pull_timeout: PositiveFloat = 1.0
@@ -119,19 +120,6 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
                 "stop waits for the tasks in flight; raise --grace-period or lower this"
             )
         return value
-
-    def long_lived_task_s(self, load: LoadMode, exactly_once: bool) -> float:
-        """Return how long a task reads round after round for ``load`` (0: one slice).
-
-        Notes:
-            FILE_LOADS starts one load job per task (BigQuery's daily quota of load jobs
-            per table), so its tasks read one slice each, at ``trigger_interval_s``;
-            exactly-once mode shuffles its rows between reading and writing, so a task
-            there is one slice too.
-        """
-        if exactly_once or load.mode is LoadKind.FILE_LOADS:
-            return 0.0
-        return self.task_seconds
 
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.

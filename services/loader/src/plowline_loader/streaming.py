@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
+from plowline_core.config import LoadKind
 from plowline_core.webhook import SetupProblem, setup_problem
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # no type hints
 from pyspark.errors.exceptions.captured import CapturedException
@@ -65,7 +66,7 @@ from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
 from plowline_loader.source.processing import register_processing_source, report_of
-from plowline_loader.source.pulls import ATTEMPT_PROPERTY
+from plowline_loader.source.pulls import ATTEMPT_PROPERTY, TASK_SECONDS
 from plowline_loader.source.record_source import RECORDS_FORMAT, register_record_source
 from plowline_loader.source.split_settling import settle_split
 
@@ -93,7 +94,7 @@ class StreamSettings:
     ack_deadline_s: int = 60
     lease_interval_s: float = 20.0
     trigger_interval_s: float = 0.0
-    task_seconds: float = 0.0  # > 0: long-lived tasks (``source.pulls.TaskRounds``)
+    task_seconds: float = TASK_SECONDS  # 0: one slice a task (``long_lived_task_s``)
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     setup_backoff_s: float | None = None  # a setup error's first wait (None: as any error)
@@ -143,6 +144,19 @@ def key_column() -> Column:
     fields = functions.split(line, "\t", EVENT_ID_INDEX + 2)
     event_id = functions.try_element_at(fields, functions.lit(EVENT_ID_INDEX + 1))
     return functions.lower(functions.coalesce(event_id, line))
+
+
+def long_lived_task_s(task_seconds: float, config: WorkerConfig) -> float:
+    """Return how long a task reads slice after slice under ``config`` (0: one slice).
+
+    Notes:
+        FILE_LOADS starts one load job per task (BigQuery's daily quota of load jobs per
+        table), so its tasks read one slice each, at the trigger interval; exactly-once
+        mode shuffles its rows between reading and writing (its source reads one slice).
+    """
+    if config.exactly_once or config.bigquery.load.mode is LoadKind.FILE_LOADS:
+        return 0.0
+    return task_seconds
 
 
 def backoff_delay(attempt: int, initial_s: float, maximum_s: float) -> float:
@@ -350,7 +364,7 @@ class StreamingLoader:
             .option("maxBytesPerPartition", str(s.max_bytes))
             .option("pullTimeoutSeconds", str(s.pull_timeout_s))
             .option("ackDeadlineSeconds", str(s.ack_deadline_s))
-            .option("taskSeconds", str(s.task_seconds))  # plowline-load only
+            .option("taskSeconds", str(long_lived_task_s(s.task_seconds, self._config)))
             .option("maxBytesSinglePayload", str(unpack.max_bytes_single_payload))
             .option("maxBytesInBatch", str(unpack.max_bytes_in_batch))  # pubsub-records only
         )

@@ -34,6 +34,8 @@ MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 """Pub/Sub's largest message (data and attributes), rounded up: a pull's worst case each."""
 PULL_CEILING_BYTES = 512 * 1024 * 1024
 """A task's pulls are sized so that its messages stay under this (or the byte budget)."""
+TASK_SECONDS = 15.0
+"""How long a loader task reads slice after slice by default (``TaskRounds``; ``--task-seconds``)."""
 IDLE_PAUSE_S = 0.05
 """A long-lived task's pause between pulls that found nothing (``TaskRounds``)."""
 _M = TypeVar("_M")
