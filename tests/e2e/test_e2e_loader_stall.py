@@ -28,6 +28,7 @@ _ENV = {
     "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
     "PLOWLINE_LOADER_STALL_TIMEOUT": "5",
     "PLOWLINE_LOADER_GRACE_PERIOD": "5",
+    "PLOWLINE_LOADER_TASK_SECONDS": "1",  # within a quarter of the stall timeout
 }
 _EVENTS = 300
 

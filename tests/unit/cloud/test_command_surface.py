@@ -40,7 +40,7 @@ _FLAGS_ACCEPTED: dict[str, dict[str, str]] = {
         "--grace-period --iglu-config --iglu-not-found --ledger-table "
         "--master --max-bytes --max-bytes-in-batch "
         "--max-bytes-single-payload --max-messages --missing-schema-bound "
-        "--partitions --port --resolver --staging-bucket --stall-timeout "
+        "--partitions --port --resolver --staging-bucket --stall-timeout --task-seconds "
         "--too-many-columns-delay --trigger-interval --types-topic "
         "--webhook-endpoint --webhook-heartbeat --webhook-tags",
         "transform": "--bad --column-mode --config --good --iglu-config "
@@ -100,6 +100,7 @@ _ENVIRONMENT_ACCEPTED: dict[str, str] = {
     "PLOWLINE_LOADER_PORT PLOWLINE_LOADER_PULL_TIMEOUT PLOWLINE_LOADER_RESOLVER "
     "PLOWLINE_LOADER_SCHEMA_REFRESH PLOWLINE_LOADER_SPARK_UI "
     "PLOWLINE_LOADER_STAGING_BUCKET PLOWLINE_LOADER_STALL_TIMEOUT "
+    "PLOWLINE_LOADER_TASK_SECONDS "
     "PLOWLINE_LOADER_TOO_MANY_COLUMNS_DELAY PLOWLINE_LOADER_TRIGGER_INTERVAL "
     "PLOWLINE_LOADER_TYPES_TOPIC PLOWLINE_LOADER_WEBHOOK_ENDPOINT "
     "PLOWLINE_LOADER_WEBHOOK_HEARTBEAT PLOWLINE_LOADER_WEBHOOK_TAGS "

@@ -43,6 +43,7 @@ def test_environment_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> N
         pytest.param(
             {"task_seconds": "40", "grace_period": "60"}, "--task-seconds", id="over-its-grace"
         ),
+        pytest.param({"stall_timeout": "5"}, "--stall-timeout", id="stall-within-4-tasks"),
     ],
 )
 def test_bad_value_is_a_config_error_naming_it(values: dict[str, str], named: str) -> None:

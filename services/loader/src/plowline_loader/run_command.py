@@ -112,8 +112,8 @@ _FLAGS = {
         "seconds a Spark task keeps pulling, writing and acking slice after slice (each of "
         "at most --max-messages) before the next micro-batch is planned; it ends sooner when "
         "the subscription is idle. Fewer micro-batches cost less CPU; metrics arrive when a "
-        "task ends. At most half of --grace-period; 0: one slice a task (default 15; "
-        "FILE_LOADS and exactly-once always use one slice)"
+        "task ends. At most half of --grace-period and a quarter of --stall-timeout; 0: one "
+        "slice a task (default 15; FILE_LOADS and exactly-once always use one slice)"
     ),
     "--stall-timeout": (
         f"{STALL_TIMEOUT_HELP}; the loader then also exits by itself with code 1, so that "

@@ -121,6 +121,18 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
             )
         return value
 
+    @field_validator("stall_timeout")
+    @classmethod
+    def _stall_over_task_life(cls, value: float, info: ValidationInfo) -> float:
+        """Hold the stall timeout to four task lives: the watch sees progress when a batch ends."""
+        task = info.data.get("task_seconds")  # absent when it was invalid itself
+        if task is not None and value < 4 * task:
+            raise ValueError(
+                f"must be at least 4 × --task-seconds ({value} < 4 × {task}): a long-lived "
+                "batch shows progress when its tasks end; lower --task-seconds or raise this"
+            )
+        return value
+
     def with_config(self, pipeline: PipelineConfig) -> LoaderSettings:
         """Return these settings with a 2.x config's values where the user set none.
 
