@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple, Protocol
 
-from plowline_core.event.latency import collector_latency_s
+from plowline_core.event.latency import collector_latencies_s
 from plowline_core.ports import Row
 
 
@@ -68,8 +68,7 @@ def collector_latencies(rows: Iterable[Row], inserted_at: datetime) -> tuple[flo
     Notes:
         A row whose ``collector_tstamp`` is missing or not an ISO timestamp is left out.
     """
-    latencies = (collector_latency_s(row.data, inserted_at) for row in rows)
-    return tuple(latency for latency in latencies if latency is not None)
+    return tuple(collector_latencies_s((row.data for row in rows), inserted_at))
 
 
 def publish_latencies(messages: Iterable[Message], inserted_at: datetime) -> tuple[float, ...]:
