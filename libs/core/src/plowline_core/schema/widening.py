@@ -17,7 +17,7 @@ Notes:
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -156,6 +156,24 @@ def missing_fields(table_fields: Sequence[Field], row: Mapping[str, Any]) -> lis
     if NATIVE and _all_known(checker, row):
         return []
     return _walked(checker, row)
+
+
+def with_missing_fields(
+    table_fields: Sequence[Field], rows: Iterable[Mapping[str, Any]]
+) -> list[int]:
+    """Return the positions of the rows ``missing_fields`` finds a path in (most calls: none).
+
+    Notes:
+        ``missing_fields`` over a batch, with the checker looked up once: the per-row
+        call and cache lookup were a tenth of the check's time.
+    """
+    checker = _checker_for(table_fields)
+    if NATIVE:
+        known = _all_known
+        return [
+            n for n, row in enumerate(rows) if not known(checker, row) and _walked(checker, row)
+        ]
+    return [n for n, row in enumerate(rows) if _walked(checker, row)]
 
 
 def _walked(checker: _Checker, row: Mapping[str, Any]) -> list[str]:
