@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from plowline_cloud.clients import bigquery_client
+import requests
+from plowline_cloud.clients import bigquery_client, read_environment_once
 from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_core.ports import Row
 from plowline_core.schema.field import Field, FieldType, Mode
@@ -93,3 +94,41 @@ def test_no_proxy_from_environment_bypasses_the_proxy(
 
     path = "/bigquery/v2/projects/p/datasets/d/tables/events/insertAll?prettyPrint=false"
     assert [f"POST {path} HTTP/1.1"] * 2 == lines
+
+
+_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [
+        pytest.param({}, id="none"),
+        pytest.param({"HTTPS_PROXY": "http://p:3128"}, id="https-proxy"),
+        pytest.param({"HTTP_PROXY": "http://p:1", "NO_PROXY": "example.test"}, id="no-proxy"),
+        pytest.param({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "*"}, id="no-proxy-all"),
+        pytest.param({"REQUESTS_CA_BUNDLE": "/etc/ca.pem"}, id="requests-ca"),
+        pytest.param({"CURL_CA_BUNDLE": "/etc/curl.pem"}, id="curl-ca"),
+    ],
+)
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("https://bigquery.googleapis.com/bigquery/v2/x", id="google"),
+        pytest.param("http://example.test:9050/bigquery/v2/x", id="no-proxy-host"),
+    ],
+)
+def test_settings_are_requests_own(
+    environment: dict[str, str], url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Proxies, CA bundle, stream and cert merge as requests merges them, on every request."""
+    for name in _VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    once = requests.Session()
+    read_environment_once(once)
+
+    for _ in range(2):  # the first request reads the environment, the second reuses it
+        expected = requests.Session().merge_environment_settings(url, {}, None, None, None)
+        assert expected == once.merge_environment_settings(url, {}, None, None, None)
