@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from plowline_core.schema import _row_check
 from plowline_core.schema.field import Field, FieldType, Mode
-from plowline_core.schema.widening import _checker_for, _walked, missing_fields
+from plowline_core.schema.widening import (
+    _checker_for,
+    _walked,
+    missing_fields,
+    with_missing_fields,
+)
 
 S = FieldType.STRING
 _NAMES = st.sampled_from(["a", "b", "c_d", "e", "contexts_x"])
@@ -86,6 +91,16 @@ def test_missing_fields_answers_as_the_python_walk(
 ) -> None:
     """missing_fields (C first) lists the same paths as the walk alone, for any row."""
     assert _walked(_checker_for(table), row) == missing_fields(table, row)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TABLES, st.lists(_ROWS, max_size=5))
+def test_a_batch_check_names_the_rows_missing_fields_names(
+    table: tuple[Field, ...], rows: list[dict[str, Any]]
+) -> None:
+    """with_missing_fields gives the positions of exactly the rows missing_fields finds a path in."""
+    expected = [n for n, row in enumerate(rows) if missing_fields(table, row)]
+    assert expected == with_missing_fields(table, rows)
 
 
 @settings(max_examples=300, deadline=None)

@@ -618,3 +618,23 @@ def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail()
         1,
         1,
     )
+
+
+def test_latencies_are_the_landed_rows_only(rig: Rig) -> None:
+    """A row the table refused (a column it lacks) has no latency; the landed row has both."""
+    landed = with_entities(
+        contexts=[(CTX.to_uri(), {"a": 1})],
+        event_id=_eid(),
+        collector_tstamp="2024-05-01 10:00:03.250",
+    )
+    refused = with_entities(
+        unstruct_event=(CLICK.to_uri(), {"x": "y"}),
+        event_id=_eid(),
+        collector_tstamp="2024-05-01 10:00:01.000",
+    )
+
+    outcome = rig.processor.process([message(landed, 0), message(refused, 1)])
+
+    latencies = (outcome.collector_latency_s, outcome.publish_latency_s, outcome.failed)
+    expected = ((1.75,), (1.0,), 1)
+    assert expected == latencies

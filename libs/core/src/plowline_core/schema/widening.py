@@ -16,7 +16,8 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -157,6 +158,24 @@ def missing_fields(table_fields: Sequence[Field], row: Mapping[str, Any]) -> lis
     return _walked(checker, row)
 
 
+def with_missing_fields(
+    table_fields: Sequence[Field], rows: Iterable[Mapping[str, Any]]
+) -> list[int]:
+    """Return the positions of the rows ``missing_fields`` finds a path in (most calls: none).
+
+    Notes:
+        ``missing_fields`` over a batch, with the checker looked up once: the per-row
+        call and cache lookup were a tenth of the check's time.
+    """
+    checker = _checker_for(table_fields)
+    if NATIVE:
+        known = _all_known
+        return [
+            n for n, row in enumerate(rows) if not known(checker, row) and _walked(checker, row)
+        ]
+    return [n for n, row in enumerate(rows) if _walked(checker, row)]
+
+
 def _walked(checker: _Checker, row: Mapping[str, Any]) -> list[str]:
     """Return ``missing_fields``'s answer by the Python walk (the C check's reference)."""
     missing: list[str] = []
@@ -179,8 +198,12 @@ def _checker_for(table_fields: Sequence[Field]) -> _Checker:
 
 
 def _compile(fields: Sequence[Field]) -> _Checker:
+    # Interned names: a row's keys are mostly interned strings (the transform's constant
+    # column names), so a lookup compares pointers, not text: a third of the C check's time.
     names = {
-        field.name.lower(): _compile(field.fields) if field.type is FieldType.RECORD else None
+        sys.intern(field.name.lower()): _compile(field.fields)
+        if field.type is FieldType.RECORD
+        else None
         for field in fields
     }
     return _Checker(names, frozenset(name for name, sub in names.items() if sub is not None))

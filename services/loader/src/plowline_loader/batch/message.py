@@ -10,12 +10,11 @@ Notes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from plowline_core.event.latency import collector_latency_s
-from plowline_core.ports import Row
+from plowline_core.event.latency import collector_latencies_s
 
 
 class Message(Protocol):
@@ -62,21 +61,23 @@ def violation_time(message: Message, now: datetime) -> datetime:
     return now if published is None else _EPOCH + timedelta(microseconds=published)
 
 
-def collector_latencies(rows: Iterable[Row], inserted_at: datetime) -> tuple[float, ...]:
-    """Return, per row, the seconds from its ``collector_tstamp`` to ``inserted_at``.
+def collector_latencies(
+    rows: Iterable[Mapping[str, Any]], inserted_at: datetime
+) -> tuple[float, ...]:
+    """Return, per row (its data), the seconds from its ``collector_tstamp`` to ``inserted_at``.
 
     Notes:
         A row whose ``collector_tstamp`` is missing or not an ISO timestamp is left out.
     """
-    latencies = (collector_latency_s(row.data, inserted_at) for row in rows)
-    return tuple(latency for latency in latencies if latency is not None)
+    return tuple(collector_latencies_s(rows, inserted_at))
 
 
-def publish_latencies(messages: Iterable[Message], inserted_at: datetime) -> tuple[float, ...]:
-    """Return, per message with a publish time, the seconds from it to ``inserted_at``."""
+def publish_latencies(
+    published_us: Iterable[int | None], inserted_at: datetime
+) -> tuple[float, ...]:
+    """Return, per message with a publish time (``publish_time_us``), the seconds to ``inserted_at``."""
     inserted_us = (_aware(inserted_at) - _EPOCH) // _MICROSECOND
-    published = (message.publish_time_us for message in messages)
-    return tuple((inserted_us - us) / 1e6 for us in published if us is not None)
+    return tuple((inserted_us - us) / 1e6 for us in published_us if us is not None)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

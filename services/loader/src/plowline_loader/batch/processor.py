@@ -379,8 +379,10 @@ class BatchProcessor:
         inserted_at: datetime,
         handed_back: int = 0,
     ) -> BatchOutcome:
-        not_landed = {id(failure.row) for failure in failures}
-        landed = [good for good in batch.goods if id(good.row) not in not_landed]
+        landed = batch.goods
+        if failures:
+            not_landed = {id(failure.row) for failure in failures}
+            landed = [good for good in landed if id(good.row) not in not_landed]
         bad_by_code = Counter(batch.bad_by_code)
         bad_by_code.update(refused.bad_codes)
         return BatchOutcome(
@@ -392,8 +394,12 @@ class BatchProcessor:
             duration_s=(self._clock.now() - started).total_seconds(),
             bad_by_code=dict(bad_by_code),
             failed_by_reason=dict(Counter(str(f.reason) for f in refused.failed)),
-            collector_latency_s=collector_latencies((good.row for good in landed), inserted_at),
-            publish_latency_s=publish_latencies((good.message for good in landed), inserted_at),
+            collector_latency_s=collector_latencies(
+                [good.row.data for good in landed], inserted_at
+            ),
+            publish_latency_s=publish_latencies(
+                [good.message.publish_time_us for good in landed], inserted_at
+            ),
             held_ids=frozenset(message.message_id for message in batch.held),
             held_schemas=frozenset(batch.held_schemas),
         )
