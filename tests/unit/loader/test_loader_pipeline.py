@@ -580,14 +580,14 @@ def _worker_config(load: dict[str, Any]) -> WorkerConfig:
 @pytest.mark.parametrize(
     ("load", "expected"),
     [
-        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, 1200, id="file-loads-whole"),
-        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, 500, id="insert-all-500"),
-        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, 500, id="write-api-500"),
+        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, 5000, id="file-loads-whole"),
+        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, 2000, id="insert-all-2000"),
+        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, 2000, id="write-api-2000"),
     ],
 )
 def test_file_loads_write_a_partition_in_one_chunk(load: dict[str, Any], expected: int) -> None:
-    """FILE_LOADS writes a 1,200-message partition in one insert (one load job); others by 500."""
-    assert expected == chunk_size_for(_worker_config(load), 1200)
+    """FILE_LOADS writes a 5,000-message partition in one insert (one load job); others by 2,000."""
+    assert expected == chunk_size_for(_worker_config(load), 5000)
 
 
 def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail() -> None:

@@ -109,7 +109,8 @@ class LoaderOptions:
 
     Attributes:
         column_mode: ``full`` (loader 0.x/1.x columns, default) or ``major`` (2.x).
-        max_batch_messages: rows per insertAll request (BigQuery recommends 500).
+        max_batch_messages: rows per insertAll request (BigQuery allows 50,000; the
+            loader's default is 2,000, its chunk).
         max_batch_bytes: bytes per insertAll request (BigQuery's limit is 10 MB).
         parallelism: concurrent pull/insert tasks (Spark partitions).
         max_bad_row_bytes: a bad row larger than this becomes a ``size_violation``
@@ -121,7 +122,7 @@ class LoaderOptions:
     """
 
     column_mode: ColumnMode = ColumnMode.FULL
-    max_batch_messages: int = 500
+    max_batch_messages: int = 2000
     max_batch_bytes: int = 5_000_000
     parallelism: int = 2
     max_bad_row_bytes: int = 6_900_000

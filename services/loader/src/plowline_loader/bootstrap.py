@@ -98,7 +98,7 @@ class WorkerConfig:
     bigquery_emulator_host: str | None = None
     schema_refresh_s: float = 60.0
     max_bad_row_bytes: int = 6_900_000
-    insert_batch_rows: int = 500
+    insert_batch_rows: int = 2000  # partition.CHUNK_MESSAGES: a chunk, one request
     bigquery_grpc_host: str | None = None
     storage_emulator_host: str | None = None
     staging_bucket: str | None = None

@@ -45,6 +45,7 @@ from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.batch.message import Message
 from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
+from plowline_loader.batch.sizes import CHUNK_MESSAGES
 from plowline_loader.batch.split_acks import RecordAccount
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
@@ -54,9 +55,6 @@ from plowline_loader.spark import worker_heap
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
-
-CHUNK_MESSAGES = 500
-"""Messages processed together: one insertAll request's worth (see ``process_in_chunks``)."""
 
 
 def chunk_size_for(config: WorkerConfig, messages: int) -> int:

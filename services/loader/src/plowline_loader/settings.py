@@ -41,12 +41,14 @@ from pydantic_settings import SettingsConfigDict
 
 from plowline_loader.batch.announcements import DEFAULT_REPUBLISH_AFTER_S
 from plowline_loader.batch.schema_hold import DEFAULT_BOUND_S, MAX_BOUND_S, SchemaHold
-from plowline_loader.batch.sizes import PUBSUB_MESSAGE_BYTES
+from plowline_loader.batch.sizes import CHUNK_MESSAGES, PUBSUB_MESSAGE_BYTES
 from plowline_loader.compressed_input import MAX_BYTES_IN_BATCH, MAX_BYTES_SINGLE_PAYLOAD
 from plowline_loader.source.lease import MAX_DEADLINE_S, MIN_DEADLINE_S
 from plowline_loader.source.pulls import TASK_SECONDS
 
 ENV_PREFIX = "PLOWLINE_LOADER_"
+MAX_ROWS_PER_INSERT = 50_000
+"""BigQuery's limit of rows in one insertAll request (it advises 500; the bytes, 10 MB)."""
 _FLAG_NAMES = {"resolver": "--resolver (or 2.x's --iglu-config)"}
 
 
@@ -73,7 +75,7 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     pull_timeout: PositiveFloat = 1.0
     schema_refresh: PositiveFloat = 60.0
     max_bad_row_bytes: int = Field(6_900_000, gt=0, le=PUBSUB_MESSAGE_BYTES)
-    insert_batch_rows: PositiveInt = 500
+    insert_batch_rows: int = Field(CHUNK_MESSAGES, gt=0, le=MAX_ROWS_PER_INSERT)
     max_bytes_single_payload: PositiveInt = MAX_BYTES_SINGLE_PAYLOAD  # 2.x's decompression
     max_bytes_in_batch: PositiveInt = MAX_BYTES_IN_BATCH
     exit_on_missing_iglu_schema: bool | None = None  # None: true for column mode major (2.x)
@@ -124,11 +126,11 @@ class LoaderSettings(EmulatorEndpoints, IgluConfigAlias):
     @field_validator("stall_timeout")
     @classmethod
     def _stall_over_task_life(cls, value: float, info: ValidationInfo) -> float:
-        """Hold the stall timeout to four task lives: the watch sees progress when a batch ends."""
+        """Hold the stall timeout to four task lives: the watch sees progress as a batch ends."""
         task = info.data.get("task_seconds")  # absent when it was invalid itself
         if task is not None and value < 4 * task:
             raise ValueError(
-                f"must be at least 4 × --task-seconds ({value} < 4 × {task}): a long-lived "
+                f"must be at least four times --task-seconds ({value} < 4 * {task}): a long-lived "
                 "batch shows progress when its tasks end; lower --task-seconds or raise this"
             )
         return value
