@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from google.api_core.exceptions import BadRequest
+from google.api_core.exceptions import BadRequest, GoogleAPICallError
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from plowline_devstack.stack.lifecycle import LocalStack
@@ -178,3 +178,43 @@ def test_bigquery_rows_without_insert_id_are_never_deduplicated(
     for _ in range(2):
         corrected.insert_rows_json(table, [{"id": "a"}], row_ids=[None], retry=RETRY, timeout=10)
     assert _count(corrected, table) == 2
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        pytest.param("corrected", (400, 0), id="corrected"),
+        pytest.param("uncorrected", (None, 50_001), id="uncorrected"),
+    ],
+)
+def test_bigquery_insert_of_more_than_50000_rows_is_refused_whole(
+    request: pytest.FixtureRequest,
+    local_stack: LocalStack,
+    server: str,
+    expected: tuple[int | None, int],
+) -> None:
+    """50,001 rows in one insertAll: refused as invalid, nothing stored (all of them, before)."""
+    client: bigquery.Client = request.getfixturevalue(server)
+    table = _table(client, local_stack.dataset)
+    rows = [{"id": str(n)} for n in range(50_001)]
+    status = None
+    try:
+        client.insert_rows_json(table, rows, row_ids=[None] * len(rows), retry=RETRY, timeout=60)
+    except BadRequest as error:
+        status = error.code
+    assert expected == (status, _count(client, table))
+
+
+def test_bigquery_insert_over_10_mb_is_refused_whole(
+    corrected: bigquery.Client, local_stack: LocalStack
+) -> None:
+    """An insertAll body over 10 MB: HTTP 413, nothing stored, as BigQuery answers."""
+    table = _table(corrected, local_stack.dataset)
+    rows = [{"id": "x" * 1_000_000} for _ in range(11)]
+    status = None
+    try:
+        corrected.insert_rows_json(table, rows, row_ids=[None] * 11, retry=RETRY, timeout=60)
+    except GoogleAPICallError as error:
+        status = error.code
+    expected = (413, 0)
+    assert expected == (status, _count(corrected, table))

@@ -15,6 +15,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
   show in the catalog (tables.get).
 * ``insert-auto-timestamp`` (:mod:`.insert_auto_timestamp`): ``"AUTO"`` in a TIMESTAMP
   column stores the insert time (Snowplow's ``load_tstamp``).
+* ``insert-limits`` (:mod:`.insert_limits`): insertAll refuses a body over 10 MB (413)
+  and more than 50,000 rows (400 ``invalid``).
 * ``insert-validation`` (:mod:`.insert_validation`): insertAll rejects unknown fields,
   missing REQUIRED fields and wrong-typed values per row (``invalid`` / ``stopped``).
 * ``insert-id-dedup`` (:mod:`.insert_dedup`): a row re-sent with an ``insertId`` the
@@ -57,6 +59,7 @@ from plowline_devstack.bigquery.column_options import COLUMN_OPTIONS
 from plowline_devstack.bigquery.column_types import BIGNUMERIC_STORAGE, GEOGRAPHY_OFFLINE
 from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTAMP
 from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
+from plowline_devstack.bigquery.insert_limits import INSERT_LIMITS
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.job_ids import JOB_ID_TAKEN
@@ -76,6 +79,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     TABLE_SCHEMA_LIMITS,
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
+    INSERT_LIMITS,
     INSERT_AUTO_TIMESTAMP,
     INSERT_VALIDATION,
     INSERT_ID_DEDUP,
