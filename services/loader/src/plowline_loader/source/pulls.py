@@ -236,10 +236,11 @@ class TaskRounds:
         long-lived partition (``task_seconds`` > 0) then reads more rounds, each a
         ``pull_bounded`` of the same budgets without the share, for as long as the task
         is younger than ``task_seconds`` when a round is asked for. It ends sooner when
-        a round's first pull waited ``pull_timeout_s`` for nothing (the subscription is
-        idle: the driver's probe starts the next micro-batch when messages come), or a
-        pull was refused past its retries (the driver backs off), or the reader stops
-        asking (a round that failed). So the JVM plans a micro-batch once per
+        the subscription gave nothing for ``pull_timeout_s`` (idle: the driver's probe
+        starts the next micro-batch when messages come; a first round that finds
+        nothing ends the task at once, as a one-slice task does), or a pull was refused
+        past its retries (the driver backs off), or the reader stops asking (a round
+        that failed). So the JVM plans a micro-batch once per
         ``task_seconds`` under load instead of once per slice, and a round's rows are
         written and acked as soon as the round is read: latency does not wait for the
         task to end. Memory is one round's, as a one-slice task's.
