@@ -14,8 +14,8 @@ Notes:
     A ``TransientError`` (registry, BigQuery or Pub/Sub failing) does not fail the task:
     every ack id not yet durable is handed back (nacked, so redelivered at once), no
     further round is read, and the report carries the error, so the driver backs off and
-    marks itself not ready. Any
-    other exception fails the task (AckingPartition nacks first), as a bug should.
+    marks itself not ready. Any other exception fails the task (AckingPartition nacks
+    first), as a bug should.
     Picklable: plain values and the picklable ``WorkerConfig``.
     In exactly-once mode a compressed batch may reach the task as some of its records
     (``record_split``): the task leases its delivery but leaves it unsettled
@@ -82,7 +82,6 @@ class PartitionReport:
     held_acks: tuple[str, ...] = ()  # held for a missing schema: delivered again later
     executor: str = "driver"
     record_accounts: tuple[RecordAccount, ...] = ()  # split deliveries: the driver settles them
-    rounds: int = 1  # slices read one after the other (``source.pulls.TaskRounds``)
 
     def then(self, later: PartitionReport) -> PartitionReport:
         """Return this report followed by ``later``'s, of a next round of the same task."""
@@ -94,7 +93,6 @@ class PartitionReport:
             held_acks=self.held_acks + later.held_acks,
             executor=later.executor,
             record_accounts=self.record_accounts + later.record_accounts,
-            rounds=self.rounds + later.rounds,
         )
 
 

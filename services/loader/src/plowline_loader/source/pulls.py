@@ -257,20 +257,16 @@ class TaskRounds:
         self._weigh = weigh
         self._monotonic = monotonic
         self._sleep = sleep
-        self.rounds = 0
         self._ended = False  # a pull refused, or the subscription idle
         self._started = self._last_found = 0.0
 
     def __iter__(self) -> Iterator[Iterator[PulledMessage]]:
         """Yield each round's deliveries (lazy: a round pulls as it is read)."""
         self._started = self._last_found = self._monotonic()
-        partition = self._partition
-        while True:
-            self.rounds += 1
-            yield chain.from_iterable(self._round(partition, waits=self.rounds > 1))
-            partition = replace(partition, prefetched=())
-            if self._ended or self._partition.task_seconds <= 0 or self._time_up():
-                return
+        yield chain.from_iterable(self._round(self._partition, waits=False))
+        later = replace(self._partition, prefetched=())  # the probe's share is the first's
+        while not (self._ended or self._partition.task_seconds <= 0 or self._time_up()):
+            yield chain.from_iterable(self._round(later, waits=True))
 
     def _time_up(self) -> bool:
         return self._monotonic() - self._started >= self._partition.task_seconds
