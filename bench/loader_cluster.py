@@ -72,6 +72,7 @@ class Figures:
     busiest: float  # the busiest executor's share of the events
 
 
+_DRAIN_LIMIT_S = 600  # a setup that has not loaded the backlog by then is reported
 _SPLIT = re.compile(r"batch loaded .*?events_by_executor=(\{[^}]*\})")
 
 
@@ -98,7 +99,9 @@ def _rig(stack: LocalStack, root: Path, events: int) -> tuple[Path, Path, str]:
         request={"name": f"{project}/subscriptions/in-{name}", "topic": topic}
     )
     publisher = publisher_client(endpoint)
-    futures = [publisher.publish(topic, enriched_line().encode()) for _ in range(events)]
+    # One event id each: BigQuery (and the local stack) drop a repeated insertId.
+    lines = (enriched_line(event_id=str(uuid.uuid4())) for _ in range(events))
+    futures = [publisher.publish(topic, line.encode()) for line in lines]
     for future in futures:
         future.result(timeout=120)
     config: dict[str, Any] = {
@@ -172,6 +175,11 @@ def _measure(
             first = (now, count)
         if count >= args.events:
             break
+        if now - started > _DRAIN_LIMIT_S:
+            raise SystemExit(
+                f"{setup}: {count:,} of {args.events:,} rows in the table after"
+                f" {_DRAIN_LIMIT_S} s; see {root / 'driver.log'}"
+            )
         time.sleep(0.25)
     cpu = cpu_seconds(tree(process.pid)) + sum(cpu_executors.values())
     target = python_driver(process.pid, DRIVER) if setup != "local" else process.pid

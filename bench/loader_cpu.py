@@ -15,7 +15,10 @@ table and subscription:
    group) while ``--events`` events are published, then resumed: a backlog, drained with
    the machinery warm. Printed: CPU-µs per event of the whole tree and per process kind
    (driver Python, JVM, Python workers; see ``process_cpu``), from /proc, exited
-   processes included.
+   processes included. Also printed: the local stack's servers' CPU per event over the
+   same drain and how busy each was; a server near 100% bounds the drain rate, and the
+   loader's fixed costs (the JVM's ~0.02 cores) then weigh more per event than they do
+   against Google's servers.
 3. Idle: CPU per second (cores) over ``--idle-seconds`` after the drain.
 4. The bare transform of the same lines in this process (parse, resolve, cast, row or bad
    row bytes; one thread's CPU), and its share of the loader's CPU per event.
@@ -67,7 +70,7 @@ from plowline_devstack.stack.servers import free_port
 from plowline_loader.bootstrap import WorkerConfig, build_resolver
 
 sys.path.insert(0, str(Path(__file__).parent))
-from process_cpu import KINDS, Snapshot, TreeCpu, adopt_orphans
+from process_cpu import KINDS, Snapshot, TreeCpu, adopt_orphans, cpu_seconds
 from profiles import Profilers
 from transform import CONTEXTS, DEFAULT_IGLU, UNSTRUCTS, build_lines, run_transform
 
@@ -82,6 +85,7 @@ class Round:
     per_event_us: dict[str, float]  # by kind, and "total"
     idle_cores: float
     transform_us: float
+    stack_us: dict[str, float]  # the local stack's servers' CPU per event during the drain
 
 
 INSERT_ALL = {"mode": "STREAMING_INSERTS", "retry": False}
@@ -249,6 +253,7 @@ def _round(
         )
     started = time.monotonic()
     cpu = TreeCpu(process.pid, {server.pid for server in stack.servers.values()})
+    servers = {name: server.pid for name, server in stack.servers.items()}
     snapshot = cpu.snapshot
     try:
         first_at = _wait(process, log, lambda: _count(stack, table_ref) > 0, 300)
@@ -264,12 +269,14 @@ def _round(
             _publish(stack, topic, backlog)
         finally:
             before = snapshot()
+            stack_before = {name: cpu_seconds([pid]) for name, pid in servers.items()}
             os.killpg(process.pid, signal.SIGCONT)
         total = args.warmup + args.events
         resumed = time.monotonic()
         batches = _BatchJvm(log, snapshot, before)
         drained_at = _wait(process, log, lambda: batches.events_in() >= total, 600)
         after = snapshot()
+        stack_spent = {n: cpu_seconds([pid]) - stack_before[n] for n, pid in servers.items()}
         batches.print()
         if profilers is not None:
             profilers.stop()
@@ -292,6 +299,7 @@ def _round(
         per_event_us=per_event,
         idle_cores=idle.total / args.idle_seconds,
         transform_us=_transform_us(config, backlog),
+        stack_us={name: spent * 1e6 / args.events for name, spent in stack_spent.items()},
     )
 
 
@@ -423,6 +431,12 @@ def _report(name: str, rounds: list[Round], args: argparse.Namespace) -> None:
     print(
         f"  drain rate                           {median([args.events / r.drain_s for r in rounds]):8.0f} events/s"
     )
+    for server in rounds[0].stack_us:
+        spent = median([r.stack_us[server] for r in rounds])
+        busy = median([r.stack_us[server] * args.events / 1e6 / r.drain_s for r in rounds])
+        print(
+            f"  local {server:<13} CPU per event   {spent:8.1f} µs (busy {busy:.0%} of the drain)"
+        )
     print(f"  bare transform CPU per event         {transform:8.1f} µs")
     print(f"  transform's share (transform/loader) {share:8.2f}")
     print(
