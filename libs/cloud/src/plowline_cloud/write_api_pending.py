@@ -142,10 +142,11 @@ def ensure_ledger(
 ) -> None:
     """Create the ledger table when it does not exist; add ``kind`` to an older one.
 
-    Each of its two calls (create, then perhaps patch) ends within ``deadline`` seconds:
-    a request that goes unanswered is abandoned after a third of it and retried while
-    two thirds remain, so a BigQuery that accepts and never answers is a TransientError
-    naming the ledger, never a wait for ever (a service's start-up waits on this call).
+    Each of its two calls (create, then perhaps patch) gives up after about ``deadline``
+    seconds: a request whose connection or answer stalls for a third of it is abandoned,
+    and retried only while two thirds have not passed. A BigQuery that accepts and never
+    answers is a TransientError naming the ledger, never a wait for ever (a service's
+    start-up waits on this call).
     """
     schema = [bigquery.SchemaField.from_api_repr(field.to_api()) for field in LEDGER_FIELDS]
     table = bigquery.Table(table_reference(bq_client, ledger_ref), schema=schema)
