@@ -89,6 +89,9 @@ LEDGER_FIELDS = (
     Field("prepared_at", FieldType.TIMESTAMP),
     Field("kind", FieldType.STRING),
 )
+LEDGER_DEADLINE_S = 60.0
+"""How long ``ensure_ledger`` waits on each of its calls before it gives up."""
+_REQUEST_TIMEOUT_S = 30.0  # one ledger/table REST request unanswered this long is abandoned
 HANDED_OVER = "handed_over"
 """``kind`` of a ledger entry whose event ids the loader handed to the repeater."""
 _NO_STREAM = ""  # ``stream`` is REQUIRED; a hand-over entry names none
@@ -131,20 +134,34 @@ class _FixedSchema:
         return ()
 
 
-def ensure_ledger(bq_client: bigquery.Client, ledger_ref: str | bigquery.TableReference) -> None:
-    """Create the ledger table when it does not exist; add ``kind`` to an older one."""
+def ensure_ledger(
+    bq_client: bigquery.Client,
+    ledger_ref: str | bigquery.TableReference,
+    *,
+    deadline: float = LEDGER_DEADLINE_S,
+) -> None:
+    """Create the ledger table when it does not exist; add ``kind`` to an older one.
+
+    Each of its two calls (create, then perhaps patch) gives up after about ``deadline``
+    seconds: a request whose connection or answer stalls for a third of it is abandoned,
+    and retried only while two thirds have not passed. A BigQuery that accepts and never
+    answers is a TransientError naming the ledger, never a wait for ever (a service's
+    start-up waits on this call).
+    """
     schema = [bigquery.SchemaField.from_api_repr(field.to_api()) for field in LEDGER_FIELDS]
     table = bigquery.Table(table_reference(bq_client, ledger_ref), schema=schema)
-    retry = DEFAULT_RETRY.with_deadline(60)
-    with translated(f"create ledger {table.table_id}"):
-        live = bq_client.create_table(table, exists_ok=True, retry=retry)
+    retry = DEFAULT_RETRY.with_deadline(deadline * 2 / 3)
+    timeout = deadline / 3
+    with translated(f"create ledger {table.table_id} (within {deadline:g} s)"):
+        live = bq_client.create_table(table, exists_ok=True, retry=retry, timeout=timeout)
     present = {field.name for field in live.schema}
     missing = [field for field in schema if field.name not in present]
     if not missing:
         return
     live.schema = [*live.schema, *missing]  # NULLABLE additions only: tables.patch allows them
-    with translated(f"add {', '.join(f.name for f in missing)} to ledger {table.table_id}"):
-        bq_client.update_table(live, ["schema"], retry=retry)
+    names = ", ".join(f.name for f in missing)
+    with translated(f"add {names} to ledger {table.table_id} (within {deadline:g} s)"):
+        bq_client.update_table(live, ["schema"], retry=retry, timeout=timeout)
 
 
 class ExactlyOnceSink:
@@ -293,7 +310,11 @@ class ExactlyOnceSink:
     def _table_partitioning(self) -> Partitioning | None:
         if self._partitioning is None:
             with translated(f"read the partitioning of {self._table.table_id}"):
-                table = self._bq.get_table(self._table, retry=DEFAULT_RETRY.with_deadline(60))
+                table = self._bq.get_table(
+                    self._table,
+                    retry=DEFAULT_RETRY.with_deadline(60),
+                    timeout=_REQUEST_TIMEOUT_S,
+                )
             self._partitioning = (partitioning_of(table),)
         return self._partitioning[0]
 
@@ -308,7 +329,9 @@ class ExactlyOnceSink:
         config = bigquery.QueryJobConfig(query_parameters=params)
         retry = DEFAULT_RETRY.with_deadline(60)
         with translated(f"read ledger {self._ledger.table_id}"):
-            job = self._bq.query(sql, job_config=config, retry=retry, job_retry=None)
+            job = self._bq.query(
+                sql, job_config=config, retry=retry, job_retry=None, timeout=_REQUEST_TIMEOUT_S
+            )
             return [tuple(row.values()) for row in job.result(retry=retry, timeout=60)]
 
     def _recover(self, stream: str) -> bool:

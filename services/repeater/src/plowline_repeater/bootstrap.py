@@ -54,7 +54,7 @@ from plowline_cloud.storage import GcsBlobStore, parse_gcs_url
 from plowline_core.badrows import Processor
 from plowline_core.config import BigQueryConfig, LoadKind, LoadMode, WriteStreamKind
 from plowline_core.distinct_rows import DistinctRowSink
-from plowline_core.errors import ConfigError
+from plowline_core.errors import ConfigError, PlowlineError
 from plowline_core.grants import Grant, ResourceKind
 from plowline_core.pipeline_config import PipelineConfig
 from plowline_core.ports import Clock, RowSink
@@ -78,6 +78,8 @@ if TYPE_CHECKING:
 
 ARTIFACT = "plowline-repeater"
 _TICK_SECONDS = 0.5
+STARTUP_TIMEOUT_S = 60.0
+"""The longest a start-up call may wait (``RepeaterSettings.startup_timeout``'s default)."""
 _log = structlog.get_logger(__name__)
 
 
@@ -109,14 +111,20 @@ def reinsert_sink(
     schema: BigQueryTableSchemaStore,
     grpc_host: str | None,
     ledger_table: str | None = None,
+    *,
+    startup_deadline: float = STARTUP_TIMEOUT_S,
 ) -> RowSink:
-    """Return the sink the repeater re-inserts through (see the module notes)."""
+    """Return the sink the repeater re-inserts through (see the module notes).
+
+    In exactly-once mode this makes sure the ledger exists, a call that ends within
+    ``startup_deadline`` seconds (``ensure_ledger``) or raises a TransientError naming it.
+    """
     if load.mode is LoadKind.STORAGE_WRITE_API and load.stream is WriteStreamKind.EXACTLY_ONCE:
         from plowline_cloud.write_api import write_client
         from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 
         ledger = ledger_table or f"{table_ref}_ledger"  # the loader's default
-        ensure_ledger(bigquery, ledger)
+        ensure_ledger(bigquery, ledger, deadline=startup_deadline)
         sink = ExactlyOnceSink(
             write_client(grpc_host),
             bigquery,
@@ -135,6 +143,7 @@ def _events_table(
     ledger_table: str | None,
     schema_refresh_s: float,
     clock: Clock,
+    startup_deadline: float = STARTUP_TIMEOUT_S,
 ) -> tuple[Client, BigQueryTableSchemaStore, RowSink]:
     """Return the BigQuery client, the events table's schema store and its re-insert sink."""
     bigquery = bigquery_client(config.project_id, endpoints.bigquery_emulator_host)
@@ -146,12 +155,22 @@ def _events_table(
         schema,
         endpoints.bigquery_emulator_grpc_host,
         ledger_table,
+        startup_deadline=startup_deadline,
     )
     return bigquery, schema, sink
 
 
 def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
-    """Repeat failed inserts until SIGTERM; return the exit code."""
+    """Repeat failed inserts until SIGTERM; return the exit code.
+
+    Notes:
+        The first log line (``repeater starting``) comes before any network call, and
+        every start-up call has a deadline (``--startupTimeout``): a start-up either
+        reaches ``repeater started`` or logs ``repeater did not start`` naming the call
+        it waited on and exits 1, never waits silently. The clients of Pub/Sub and
+        Cloud Storage connect lazily; only the exactly-once ledger is called before the
+        probes answer.
+    """
     pipeline = load_config(settings.config)
     config = pipeline.repeater
     load_document(settings.resolver, "--resolver")  # accepted as Snowplow passes it; checked
@@ -163,10 +182,27 @@ def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
             "repeater.input.subscription in the 1.x config, or PLOWLINE_REPEATER_FAILED_INSERTS_SUB"
         )
     bucket, prefix = parse_gcs_url(options.dead_end_bucket or "")
-    clock = SystemClock()
-    bigquery, schema, sink = _events_table(
-        config, endpoints, settings.ledger_table, settings.schema_refresh, clock
+    _log.info(
+        "repeater starting",
+        subscription=failed_inserts_sub,
+        table=config.table_ref,
+        load=config.load.mode.value,
+        stream=config.load.stream.value if config.load.stream is not None else None,
+        startup_timeout=settings.startup_timeout,
     )
+    clock = SystemClock()
+    try:
+        bigquery, schema, sink = _events_table(
+            config,
+            endpoints,
+            settings.ledger_table,
+            settings.schema_refresh,
+            clock,
+            settings.startup_timeout,
+        )
+    except PlowlineError as error:
+        _log.error("repeater did not start", waited_on=_waited_on(error), error=str(error))
+        raise
     registry = MetricsRegistry("repeater")
     repeater = Repeater(
         sink,
@@ -213,6 +249,11 @@ def run(settings: RepeaterSettings, endpoints: EmulatorEndpoints) -> int:
         bigquery.close()  # type: ignore[no-untyped-call]  # google-cloud-bigquery leaves it unannotated
         health.stop()
         _log.info("repeater stopped")
+
+
+def _waited_on(error: PlowlineError) -> str:
+    """Return the call a start-up error names (``translated``'s ``<operation>: …``)."""
+    return str(error).split(":", 1)[0]
 
 
 def _loop(

@@ -122,6 +122,14 @@ def _add_run(commands: Any) -> None:
         metavar="SECONDS",
         help=f"{STALL_TIMEOUT_HELP} (default: the longer of 1800 and --backoffPeriod + --window + 300)",
     )
+    run.add_argument(
+        "--startupTimeout",
+        dest="startup_timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up starting (exit 1, naming the call) when a start-up call, such as "
+        "the exactly-once ledger's check, goes unanswered this long (default 60)",
+    )
     run.set_defaults(handler=_run)
 
 

@@ -50,6 +50,8 @@ class RepeaterSettings(IgluConfigAlias):
     #: exactly-once mode: the loader's ledger (its --ledger-table); unset: <events table>_ledger
     ledger_table: str | None = None
     log_json: bool = True
+    #: start-up calls (exactly-once: the ledger's create/check) give up after this long
+    startup_timeout: PositiveFloat = 60.0
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
 

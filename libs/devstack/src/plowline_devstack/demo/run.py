@@ -41,6 +41,7 @@ from plowline_devstack.demo.services import (
     ServiceProcess,
     ServiceSpec,
     launch,
+    launch_ready,
     service_commands,
     service_env,
     wait_done,
@@ -173,6 +174,8 @@ class DemoRun:
         """Kill (SIGKILL) or stop a service, start it again and wait until it is ready.
 
         Notes:
+            A new process that gives up during its start (exit 1) is started again until
+            ``timeout`` (``services.launch_ready``), as Kubernetes would.
             The new process gets SIGTERM when the calling thread ends (``launch``): call it
             from a thread that lives until :meth:`stop`.
         """
@@ -183,15 +186,14 @@ class DemoRun:
             old.kill()
         else:
             old.stop()
-        new = launch(
+        return launch_ready(
             self.specs[name],
             self._service_env(),
             self.log_dir,
+            timeout,
             outlive=self.outlive,
+            launched=lambda new: self.services.__setitem__(name, new),
         )
-        self.services[name] = new
-        wait_ready([new], timeout)
-        return new
 
     def _service_env(self) -> dict[str, str]:
         """Return the services' environment; Spark's scratch (``blockmgr-*``) in the run's directory.

@@ -2,7 +2,8 @@
 
 :func:`service_commands` says how each is started (its console script and flags, a free
 port for ``/healthz``, ``/readyz`` and ``/metrics``); :func:`launch` starts one with its
-output in a log file; :func:`wait_ready` polls ``/readyz``. :class:`ServiceProcess` reads
+output in a log file; :func:`wait_ready` polls ``/readyz``; :func:`launch_ready` starts one
+again each time it gives up during its start, as Kubernetes would, until it is ready. :class:`ServiceProcess` reads
 a service's Prometheus counters and stops it (SIGTERM, then SIGKILL after a grace).
 """
 
@@ -18,10 +19,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from plowline_cloud.chassis import EXIT_UNAVAILABLE
 from plowline_core.errors import PlowlineError
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -38,6 +40,8 @@ BAD_ROWS_PREFIX = "bad-rows"
 DEFAULT_BACKOFF_S = 300.0
 """The repeater's backoff: long enough for any column the mutator must add first."""
 _HTTP_TIMEOUT_S = 2.0
+RELAUNCH_PAUSE_S = 2.0
+"""The pause before a service that gave up during its start is started again."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -276,6 +280,43 @@ def wait_ready(services: Sequence[ServiceProcess], timeout: float) -> None:
             )
         if pending:
             time.sleep(0.2)
+
+
+def launch_ready(
+    spec: ServiceSpec,
+    env: Mapping[str, str],
+    log_dir: Path,
+    timeout: float,
+    *,
+    outlive: bool = False,
+    launched: Callable[[ServiceProcess], None] = lambda service: None,
+) -> ServiceProcess:
+    """Start one service (``launch``) and wait until it is ready, starting it again if it gives up.
+
+    Notes:
+        What Kubernetes does for a container that exits during its start: a service that
+        exits 1 (``EXIT_UNAVAILABLE``: a dependency did not answer in time, its log says
+        which) is started again after :data:`RELAUNCH_PAUSE_S`, until ``timeout`` seconds
+        have passed since the first start. Any other exit (2: wrong settings) and a service
+        still not ready at the deadline raise ServiceError, saying how often it was started.
+        ``launched`` is called with each process as it starts (to keep the one to stop).
+    """
+    deadline = time.monotonic() + timeout
+    starts = 0
+    while True:
+        service = launch(spec, env, log_dir, outlive=outlive)
+        starts += 1
+        launched(service)
+        try:
+            wait_ready([service], max(0.0, deadline - time.monotonic()))
+            return service
+        except ServiceError as error:
+            code = service.process.poll()
+            if code != EXIT_UNAVAILABLE or time.monotonic() + RELAUNCH_PAUSE_S >= deadline:
+                raise ServiceError(
+                    f"started {starts} time(s) within {timeout:g} s: {error}"
+                ) from None
+        time.sleep(RELAUNCH_PAUSE_S)
 
 
 def _die_with_parent() -> None:
