@@ -7,7 +7,9 @@ without end (the official client, as the loader's exactly-once sink calls it), a
 SIGKILLed (its connections reset) or SIGSTOPped (alive but silent: no request, no ping
 answered) while they are busy. Then REST calls (tables.get, insertAll, a query) and a
 second Write API client (create, append, finalize, commit) must each answer within a few
-seconds.
+seconds. And tables.patch widenings racing Write API commits on one table (the mutator
+and the exactly-once loader) must all go through: a commit run on the event loop
+while a widening held its lock froze the whole stand-in.
 """
 
 from __future__ import annotations

@@ -11,17 +11,19 @@ other clients in three ways:
 * Each AppendRows connection holds a thread of the event loop's default executor
   (``min(32, cpus + 4)`` threads) for its whole life, most of it waiting for the
   client's next request. A frozen client keeps its thread until the server notices the
-  peer is gone (no keepalive: hours). A killed client can leave its thread blocked for
-  ever: gRPC's bridge puts the end of the stream into a one-slot queue nobody drains
-  any more. Once the threads are taken, no new connection is served, and every REST
+  peer is gone (no keepalive: hours); a killed one may too (gRPC's bridge then puts the
+  end of the stream into a one-slot queue nobody drains any more; not seen in tests).
+  Once the threads are taken, no new connection is served, and every REST
   ``tables.patch`` (its widening lock is taken on that executor) waits with them.
 * The unary calls (CreateWriteStream, FinalizeWriteStream, BatchCommitWriteStreams,
   GetWriteStream, FlushRows) run synchronously *on the event loop*: the emulator's
   error-translating interceptor wraps them in a coroutine that calls them directly.
   A commit runs DuckDB there and takes the append lock and the widening lock
-  (:data:`.storage_lock.WIDENING`) with a blocking acquire; while a ``tables.patch``
-  coroutine holds the widening lock and waits for the loop, that acquire never returns
-  and every REST call and every RPC freezes.
+  (:data:`.storage_lock.WIDENING`) with a blocking acquire. A ``tables.patch`` holds
+  the widening lock across awaits (it is taken for its coroutine by a worker thread);
+  a commit arriving meanwhile blocks the loop on that lock, the patch can never resume
+  to release it, and every REST call and every RPC waits for ever (the emulator's
+  stack then shows the loop thread in ``flush_to_target``'s ``with WIDENING``).
 * The gRPC server sends no keepalive pings, so a silent peer is never noticed.
 
 The corrected stand-in serves AppendRows with an async handler: requests are read on
