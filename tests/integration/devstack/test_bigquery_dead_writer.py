@@ -119,7 +119,7 @@ def _write_once(stand_in: StandIn) -> None:
     writes = stand_in.writes
     pending = types.WriteStream(type_=types.WriteStream.Type.PENDING)
     stream = writes.create_write_stream(
-        parent=stand_in.table_path, write_stream=pending, timeout=ANSWER_S
+        parent=stand_in.table_path, write_stream=pending, retry=None, timeout=ANSWER_S
     ).name
     encoder = RowEncoder(FIELDS)
     data = types.AppendRowsRequest.ProtoData(
@@ -130,11 +130,11 @@ def _write_once(stand_in: StandIn) -> None:
     routing = (("x-goog-request-params", f"write_stream={stream}"),)
     [response] = writes.append_rows(iter([request]), timeout=ANSWER_S, metadata=routing)
     assert not response.error.message, response.error.message
-    writes.finalize_write_stream(name=stream, timeout=ANSWER_S)
+    writes.finalize_write_stream(name=stream, retry=None, timeout=ANSWER_S)
     commit = types.BatchCommitWriteStreamsRequest(
         parent=stand_in.table_path, write_streams=[stream]
     )
-    committed = writes.batch_commit_write_streams(request=commit, timeout=ANSWER_S)
+    committed = writes.batch_commit_write_streams(request=commit, retry=None, timeout=ANSWER_S)
     assert not committed.stream_errors, committed.stream_errors
 
 
