@@ -24,6 +24,9 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
   keywords (``inner``, ``order``) no longer break table creation.
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
+* ``write-api-serving`` (:mod:`.write_serving`): a Write API client killed or frozen
+  mid-append stalls no other client: AppendRows and the unary calls run on a worker
+  pool, never on the event loop nor for a connection's life; dead peers are pinged out.
 * ``write-snapshots`` (:mod:`.write_snapshots`): a write no longer copies the whole table
   (bqemulator's time-travel snapshot), so insert cost does not grow with the table.
 * ``bignumeric-storage`` and ``geography-offline`` (:mod:`.column_types`): tables may hold
@@ -69,6 +72,7 @@ from plowline_devstack.bigquery.schema_limits import TABLE_SCHEMA_LIMITS
 from plowline_devstack.bigquery.schema_rules import TABLE_SCHEMA_RULES
 from plowline_devstack.bigquery.table_etag import TABLE_ETAG_PRECONDITION
 from plowline_devstack.bigquery.table_patch import TABLE_PATCH_STORAGE
+from plowline_devstack.bigquery.write_serving import WRITE_API_SERVING
 from plowline_devstack.bigquery.write_snapshots import WRITE_SNAPSHOTS
 from plowline_devstack.bigquery.write_streams import WRITE_API_CORRECTIONS
 
@@ -85,6 +89,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     INSERT_ID_DEDUP,
     NESTED_NAME_QUOTING,
     *WRITE_API_CORRECTIONS,
+    WRITE_API_SERVING,
     GCS_LOAD_SOURCES,
     WRITE_SNAPSHOTS,
     BIGNUMERIC_STORAGE,
