@@ -114,16 +114,18 @@ def streaming_pull(
         backlog = broker.backlog(subscription)
         stream = _Stream(broker, backlog, first)
         stream.apply(first)
+        # Read with the rest: a subscription deleted since ``backlog`` is NOT_FOUND here,
+        # not an exception out of the generator (the client would see UNKNOWN).
+        attempts = broker.reports_attempts(subscription)
+        properties = StreamingPullResponsePb.SubscriptionProperties(
+            message_ordering_enabled=broker.ordered(subscription)
+        )
     except StatusError as error:
         context.abort(error.code, error.message)
     context.add_callback(stream.close)
     threading.Thread(
         target=stream.read, args=(requests,), name="pubsub-stream-reader", daemon=True
     ).start()
-    attempts = broker.reports_attempts(subscription)
-    properties = StreamingPullResponsePb.SubscriptionProperties(
-        message_ordering_enabled=broker.ordered(subscription)
-    )
     _log.debug("stream_opened", subscription=subscription, client_id=first.client_id)
     try:
         yield from _respond(broker, stream, properties, attempts)
