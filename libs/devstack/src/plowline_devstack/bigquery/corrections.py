@@ -24,6 +24,8 @@ wrong on a path plowline depends on; its module docstring states both behaviours
 * ``nested-name-quoting`` (:mod:`.nested_names`): RECORD sub-fields named like SQL
   keywords (``inner``, ``order``) no longer break table creation.
 * Storage Write API and load jobs (:mod:`.write_streams`, :mod:`.load_sources`): see there.
+* ``insert-keeps-widening`` (:mod:`.insert_widening`): an insertAll running while the
+  table is widened no longer writes the table's old schema back over the new one.
 * ``write-api-serving`` (:mod:`.write_serving`): a Write API client killed or frozen
   mid-append stalls no other client: AppendRows and the unary calls run on a worker
   pool, never on the event loop nor for a connection's life; dead peers are pinged out.
@@ -64,6 +66,7 @@ from plowline_devstack.bigquery.insert_auto_timestamp import INSERT_AUTO_TIMESTA
 from plowline_devstack.bigquery.insert_dedup import INSERT_ID_DEDUP
 from plowline_devstack.bigquery.insert_limits import INSERT_LIMITS
 from plowline_devstack.bigquery.insert_validation import INSERT_VALIDATION
+from plowline_devstack.bigquery.insert_widening import INSERT_WIDENING
 from plowline_devstack.bigquery.interception import CorrectedApp, Correction
 from plowline_devstack.bigquery.job_ids import JOB_ID_TAKEN
 from plowline_devstack.bigquery.load_sources import GCS_LOAD_SOURCES
@@ -84,6 +87,7 @@ CORRECTIONS: tuple[Correction, ...] = (
     TABLE_PATCH_STORAGE,
     ALTER_DDL_CATALOG,
     INSERT_LIMITS,
+    INSERT_WIDENING,
     INSERT_AUTO_TIMESTAMP,
     INSERT_VALIDATION,
     INSERT_ID_DEDUP,
