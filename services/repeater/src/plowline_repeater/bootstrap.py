@@ -71,15 +71,13 @@ from plowline_repeater.replay import (
 )
 from plowline_repeater.replay_plan import TimeWindow, select_objects
 from plowline_repeater.replay_report import render
-from plowline_repeater.settings import RepeaterSettings, ReplaySettings
+from plowline_repeater.settings import STARTUP_TIMEOUT_S, RepeaterSettings, ReplaySettings
 
 if TYPE_CHECKING:
     from google.cloud.bigquery import Client
 
 ARTIFACT = "plowline-repeater"
 _TICK_SECONDS = 0.5
-STARTUP_TIMEOUT_S = 60.0
-"""The longest a start-up call may wait (``RepeaterSettings.startup_timeout``'s default)."""
 _log = structlog.get_logger(__name__)
 
 

@@ -28,6 +28,8 @@ from pydantic import (
 from pydantic_settings import SettingsConfigDict
 
 ENV_PREFIX = "PLOWLINE_REPEATER_"
+STARTUP_TIMEOUT_S = 60.0
+"""The longest a start-up call may wait (``--startupTimeout``'s default)."""
 
 
 class RepeaterSettings(IgluConfigAlias):
@@ -51,7 +53,7 @@ class RepeaterSettings(IgluConfigAlias):
     ledger_table: str | None = None
     log_json: bool = True
     #: start-up calls (exactly-once: the ledger's create/check) give up after this long
-    startup_timeout: PositiveFloat = 60.0
+    startup_timeout: PositiveFloat = STARTUP_TIMEOUT_S
     #: unset: max(1800, backoffPeriod + window + 300), the longest a row waits by design + margin
     stall_timeout: PositiveFloat | None = None
 
