@@ -9,7 +9,6 @@ redelivery would, until the sink accepts it; every row must then be in the table
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,8 +28,8 @@ from plowline_cloud.write_api_pending import ExactlyOnceSink, ensure_ledger
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 PROJECT = "plowline-broken-streams"
 DATASET = "snowplow"
@@ -76,20 +75,12 @@ def faulty(tmp_path: Path) -> Iterator[Faulty]:
     plan = tmp_path / "faults.json"
     faults = {"append-stream-broken-after-apply": {"rate": 0.5}}
     plan.write_text(json.dumps({"seed": 11, "bigquery": faults}))
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-    argv = [*servers.command(servers.BIGQUERY, "127.0.0.1", ports, PROJECT, None)]
-    server = servers.launch(
-        [*argv, "--faults", str(plan)], servers.BIGQUERY, ports, tmp_path / "bq.log", daemon=False
+    server, endpoints = start_alone(
+        servers.BIGQUERY, PROJECT, tmp_path / "bq.log", extra_args=["--faults", str(plan)]
     )
-    endpoints = Endpoints(PROJECT, 0, ports["port"], ports["grpc_port"], 0)
     bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
-    faulty = Faulty(bq, f"127.0.0.1:{ports['grpc_port']}")
+    faulty = Faulty(bq, endpoints.bigquery_grpc_target)
     try:
-        deadline = time.monotonic() + 30
-        while not probes.answers(servers.BIGQUERY, endpoints):
-            if time.monotonic() > deadline or not servers.is_alive(server):
-                pytest.fail(f"bqemulator:\n{servers.log_tail(server.log)}", pytrace=False)
-            time.sleep(0.1)
         bq.create_dataset(DATASET, exists_ok=True)
         yield faulty
     finally:

@@ -23,6 +23,7 @@ from plowline_core.schema.field import Field
 from plowline_devstack.bigquery.write_streams import WRITE_API_CONNECTION, WRITE_API_CORRECTIONS
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 RETRY = DEFAULT_RETRY.with_deadline(20)
 Pair = tuple[bigquery.Client, BigQueryWriteClient]
@@ -31,25 +32,15 @@ Pair = tuple[bigquery.Client, BigQueryWriteClient]
 def _emulator_without(
     names: list[str], cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Pair]:
-    ports = dict(zip(("port", "grpc_port"), servers.free_ports(2), strict=True))
-    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
-    for name in names:
-        argv += ["--disable-correction", name]
-    server = servers.launch(argv, servers.BIGQUERY, ports, tmp_path_factory.mktemp("w") / "bq.log")
-    bq = bigquery_client(cloud_endpoints.project, f"http://127.0.0.1:{ports['port']}")
+    disabled = [arg for name in names for arg in ("--disable-correction", name)]
+    log = tmp_path_factory.mktemp("w") / "bq.log"
+    server, endpoints = start_alone(
+        servers.BIGQUERY, cloud_endpoints.project, log, extra_args=disabled
+    )
+    bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
     try:
-        for _ in range(300):
-            try:
-                bq.create_dataset(
-                    "snowplow",
-                    exists_ok=True,
-                    retry=None,  # type: ignore[arg-type]  # the loop retries
-                    timeout=1,
-                )
-                break
-            except Exception:
-                time.sleep(0.1)
-        yield bq, write_client(f"127.0.0.1:{ports['grpc_port']}")
+        bq.create_dataset("snowplow", exists_ok=True, retry=RETRY, timeout=10)
+        yield bq, write_client(endpoints.bigquery_grpc_target)
     finally:
         servers.stop(server)
 

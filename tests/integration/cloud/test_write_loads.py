@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +17,7 @@ from plowline_core.ports import InsertReason, Row
 from plowline_core.testing.clock import FixedClock
 from plowline_devstack.endpoints import Endpoints
 from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 RETRY = DEFAULT_RETRY.with_deadline(30)
 BUCKET = "plowline-dead-end"
@@ -33,31 +33,16 @@ def loads_bq(
     cloud_endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[bigquery.Client]:
     """A corrected bqemulator that reads gs:// load sources from the stack's storage emulator."""
-    ports = dict(zip(("port", "grpc_port"), servers.free_ports(2), strict=True))
-    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, cloud_endpoints.project, None)
     log = tmp_path_factory.mktemp("loads-bq") / "bigquery.log"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("STORAGE_EMULATOR_HOST", cloud_endpoints.storage_url)
-        server = servers.launch(argv, servers.BIGQUERY, ports, log)
-    endpoints = Endpoints(cloud_endpoints.project, 0, ports["port"], ports["grpc_port"], 0)
+    env = servers.environment(servers.BIGQUERY, cloud_endpoints.storage_url)
+    server, endpoints = start_alone(servers.BIGQUERY, cloud_endpoints.project, log, env=env)
     client = bigquery_client(endpoints.project, endpoints.bigquery_url)
     try:
-        _create_dataset_when_ready(server, client)
+        client.create_dataset("snowplow", exists_ok=True, retry=None, timeout=10)  # type: ignore[arg-type]  # it answers
         yield client
         client.close()
     finally:
         servers.stop(server)
-
-
-def _create_dataset_when_ready(server: servers.ServerProcess, client: bigquery.Client) -> None:
-    """Create the dataset once the extra server answers (fail with its log otherwise)."""
-    for _ in range(300):
-        try:
-            client.create_dataset("snowplow", exists_ok=True, retry=None, timeout=1)
-            return
-        except Exception:
-            time.sleep(0.1)
-    pytest.fail(f"bqemulator did not answer:\n{servers.log_tail(server.log)}", pytrace=False)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ through ``FileLoadSink`` with the official clients.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 PROJECT = "plowline-load-faults"
 SCHEMA = [bigquery.SchemaField("event_id", "STRING", mode="REQUIRED")]
@@ -63,16 +62,6 @@ class Faulty:
         return len(list(self.gcs.list_blobs(self.bucket, prefix=prefix)))
 
 
-def _ready(server: servers.ServerProcess, kind: str, endpoints: Endpoints) -> None:
-    for _ in range(600):
-        if not servers.is_alive(server):
-            pytest.fail(f"{kind} exited:\n{servers.log_tail(server.log)}", pytrace=False)
-        if probes.answers(kind, endpoints):
-            return
-        time.sleep(0.1)
-    pytest.fail(f"{kind} did not answer:\n{servers.log_tail(server.log)}", pytrace=False)
-
-
 @pytest.fixture
 def faulty(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Faulty]]:
     """``faulty(plan)``: both servers started with the fault file ``plan``."""
@@ -82,34 +71,16 @@ def faulty(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Faulty]]:
     def start(plan: dict[str, Any]) -> Faulty:
         path = tmp_path / "faults.json"
         path.write_text(json.dumps(plan))
-        gcs_ports = {"port": servers.free_port()}
-        gcs_argv = servers.command(servers.STORAGE, "127.0.0.1", gcs_ports, PROJECT, None)
-        started.append(
-            servers.launch(
-                [*gcs_argv, "--faults", str(path)],
-                servers.STORAGE,
-                gcs_ports,
-                tmp_path / "storage.log",
-                daemon=False,
-            )
+        faults = ["--faults", str(path)]
+        gcs_server, gcs_endpoints = start_alone(
+            servers.STORAGE, PROJECT, tmp_path / "storage.log", extra_args=faults
         )
-        gcs_endpoints = Endpoints(PROJECT, 0, 0, 0, gcs_ports["port"])
-        _ready(started[-1], servers.STORAGE, gcs_endpoints)
-        bq_ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-        bq_argv = servers.command(servers.BIGQUERY, "127.0.0.1", bq_ports, PROJECT, None)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("STORAGE_EMULATOR_HOST", gcs_endpoints.storage_url)
-            started.append(
-                servers.launch(
-                    [*bq_argv, "--faults", str(path)],
-                    servers.BIGQUERY,
-                    bq_ports,
-                    tmp_path / "bigquery.log",
-                    daemon=False,
-                )
-            )
-        bq_endpoints = Endpoints(PROJECT, 0, bq_ports["port"], bq_ports["grpc_port"], 0)
-        _ready(started[-1], servers.BIGQUERY, bq_endpoints)
+        started.append(gcs_server)
+        env = servers.environment(servers.BIGQUERY, gcs_endpoints.storage_url)
+        bq_server, bq_endpoints = start_alone(
+            servers.BIGQUERY, PROJECT, tmp_path / "bigquery.log", extra_args=faults, env=env
+        )
+        started.append(bq_server)
         bq = bigquery_client(bq_endpoints.project, bq_endpoints.bigquery_url)
         bq.create_dataset("snowplow", exists_ok=True, retry=None)  # type: ignore[arg-type]  # never faulted
         gcs = storage_client(gcs_endpoints.project, gcs_endpoints.storage_url)

@@ -32,8 +32,8 @@ from google.cloud.bigquery_storage_v1 import BigQueryWriteClient, types
 from plowline_cloud.clients import bigquery_client
 from plowline_cloud.write_api import write_client
 from plowline_cloud.write_api_proto import RowEncoder
-from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 from support.append_child import FIELDS
 
 PROJECT = "plowline-dead-writer"
@@ -66,19 +66,11 @@ class StandIn:
 @pytest.fixture
 def stand_in(tmp_path: Path) -> Iterator[StandIn]:
     """Start a corrected BigQuery stand-in with one table of the child's columns."""
-    ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-    argv = servers.command(servers.BIGQUERY, "127.0.0.1", ports, PROJECT, None)
-    server = servers.launch(argv, servers.BIGQUERY, ports, tmp_path / "bq.log", daemon=False)
-    endpoints = Endpoints(PROJECT, 0, ports["port"], ports["grpc_port"], 0)
-    target = f"127.0.0.1:{ports['grpc_port']}"
+    server, endpoints = start_alone(servers.BIGQUERY, PROJECT, tmp_path / "bq.log")
+    target = endpoints.bigquery_grpc_target
     bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
     writes = write_client(target)
     try:
-        deadline = time.monotonic() + 60
-        while not probes.answers(servers.BIGQUERY, endpoints):
-            if time.monotonic() > deadline or not servers.is_alive(server):
-                pytest.fail(f"bqemulator:\n{servers.log_tail(server.log)}", pytrace=False)
-            time.sleep(0.1)
         bq.create_dataset(DATASET, exists_ok=True)
         schema = [bigquery.SchemaField.from_api_repr(field.to_api()) for field in FIELDS]
         table = bq.create_table(bigquery.Table(f"{PROJECT}.{DATASET}.events", schema=schema))

@@ -31,8 +31,8 @@ from plowline_cloud.write_api_proto import RowEncoder
 from plowline_core.errors import TransientError
 from plowline_core.ports import Row
 from plowline_core.schema.field import Field
-from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 PROJECT = "plowline-faults"
 DATASET = "snowplow"
@@ -58,17 +58,6 @@ class Faulty:
         return sorted(row["id"] for row in self.bq.list_rows(table, retry=None))  # type: ignore[arg-type]  # as above
 
 
-def _wait(server: servers.ServerProcess, endpoints: Endpoints, bq: bigquery.Client) -> None:
-    for _ in range(300):
-        if not servers.is_alive(server):
-            pytest.fail(f"bqemulator exited:\n{servers.log_tail(server.log)}", pytrace=False)
-        if probes.answers(servers.BIGQUERY, endpoints):
-            bq.create_dataset(DATASET, exists_ok=True, retry=None, timeout=10)  # type: ignore[arg-type]  # never faulted
-            return
-        time.sleep(0.1)
-    pytest.fail(f"bqemulator did not answer:\n{servers.log_tail(server.log)}", pytrace=False)
-
-
 @pytest.fixture
 def faulty(tmp_path: Path) -> Iterator[Start]:
     """``faulty(faults, seed=0)``: a bqemulator with those ``[bigquery]`` faults on."""
@@ -77,19 +66,13 @@ def faulty(tmp_path: Path) -> Iterator[Start]:
     def start(faults: dict[str, Any], seed: int = 0) -> Faulty:
         plan = tmp_path / f"faults-{len(started)}.json"
         plan.write_text(json.dumps({"seed": seed, "bigquery": faults}))
-        ports = {"port": servers.free_port(), "grpc_port": servers.free_port()}
-        argv = [
-            *servers.command(servers.BIGQUERY, "127.0.0.1", ports, PROJECT, None),
-            "--faults",
-            str(plan),
-        ]
-        server = servers.launch(
-            argv, servers.BIGQUERY, ports, tmp_path / f"bq-{len(started)}.log", daemon=False
+        log = tmp_path / f"bq-{len(started)}.log"
+        server, endpoints = start_alone(
+            servers.BIGQUERY, PROJECT, log, extra_args=["--faults", str(plan)]
         )
-        endpoints = Endpoints(PROJECT, 0, ports["port"], ports["grpc_port"], 0)
         bq = bigquery_client(endpoints.project, endpoints.bigquery_url)
-        started.append((server, Faulty(bq, write_client(f"127.0.0.1:{ports['grpc_port']}"))))
-        _wait(server, endpoints, bq)
+        started.append((server, Faulty(bq, write_client(endpoints.bigquery_grpc_target))))
+        bq.create_dataset(DATASET, exists_ok=True, retry=None, timeout=10)  # type: ignore[arg-type]  # never faulted
         return started[-1][1]
 
     yield start

@@ -7,7 +7,6 @@ one fault on, as ``plowline dev up --faults`` does.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,8 +17,8 @@ from google.api_core import exceptions as gexc
 from google.cloud import storage
 from google.cloud.storage.retry import DEFAULT_RETRY
 from plowline_cloud.clients import storage_client
-from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.alone import start_alone
 
 PROJECT = "plowline-faults"
 Start = Callable[..., storage.Bucket]
@@ -33,24 +32,13 @@ def faulty(tmp_path: Path) -> Iterator[Start]:
     def start(faults: dict[str, Any], seed: int = 0) -> storage.Bucket:
         plan = tmp_path / f"faults-{len(started)}.json"
         plan.write_text(json.dumps({"seed": seed, "storage": faults}))
-        ports = {"port": servers.free_port()}
-        argv = [
-            *servers.command(servers.STORAGE, "127.0.0.1", ports, PROJECT, None),
-            "--faults",
-            str(plan),
-        ]
         log = tmp_path / f"storage-{len(started)}.log"
-        server = servers.launch(argv, servers.STORAGE, ports, log, daemon=False)
-        endpoints = Endpoints(PROJECT, 0, 0, 0, ports["port"])
+        server, endpoints = start_alone(
+            servers.STORAGE, PROJECT, log, extra_args=["--faults", str(plan)]
+        )
         client = storage_client(endpoints.project, endpoints.storage_url)
         started.append((server, client))
-        for _ in range(300):
-            if not servers.is_alive(server):
-                pytest.fail(f"storage server exited:\n{servers.log_tail(log)}", pytrace=False)
-            if probes.answers(servers.STORAGE, endpoints):
-                return client.create_bucket(f"b-{uuid.uuid4().hex[:12]}", retry=None)  # type: ignore[arg-type]  # buckets are never faulted
-            time.sleep(0.1)
-        pytest.fail(f"storage server did not answer:\n{servers.log_tail(log)}", pytrace=False)
+        return client.create_bucket(f"b-{uuid.uuid4().hex[:12]}", retry=None)  # type: ignore[arg-type]  # buckets are never faulted
 
     yield start
     for server, client in started:

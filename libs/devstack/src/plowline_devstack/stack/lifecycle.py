@@ -35,7 +35,9 @@ from plowline_devstack.stack.servers import BIGQUERY, PUBSUB, SERVER_NAMES, STOR
 STATE_FILE = "stack.json"
 FAULTS_FILE = "faults.json"
 HOST = "127.0.0.1"
-_PORT_NAMES = {PUBSUB: ("port",), BIGQUERY: ("port", "grpc_port"), STORAGE: ("port",)}
+START_ATTEMPTS = 3
+"""How many times ``start_stack`` picks new ports when a server finds one of its ports taken."""
+PORT_NAMES = {PUBSUB: ("port",), BIGQUERY: ("port", "grpc_port"), STORAGE: ("port",)}
 
 
 class StackStartError(PlowlineError):
@@ -146,19 +148,30 @@ def start_stack(
 
     Notes:
         With ``daemon`` false (tests) the servers die with this process; ``up`` starts
-        daemons that outlive it. ``faults`` (default none; :mod:`plowline_devstack.faults.plan`)
+        daemons that outlive it. A server whose port was taken between choosing and binding
+        it is started again, with all ports chosen anew (``START_ATTEMPTS`` in all). ``faults`` (default none; :mod:`plowline_devstack.faults.plan`)
         makes the servers fail as Google's services can.
     """
     config = config or StackConfig()
     data_dir.mkdir(parents=True, exist_ok=True)
-    wanted = [(name, port) for name in SERVER_NAMES for port in _PORT_NAMES[name]]
-    chosen = iter(servers.free_ports(len(wanted), HOST))
-    ports: dict[str, dict[str, int]] = {name: {} for name in SERVER_NAMES}
-    for name, port in wanted:
-        ports[name][port] = next(chosen)
-    stack = LocalStack(_endpoints(config.project, ports), config, data_dir.resolve(), faults=faults)
-    _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
-    return stack
+    wanted = [(name, port) for name in SERVER_NAMES for port in PORT_NAMES[name]]
+    for attempt in range(1, START_ATTEMPTS + 1):
+        chosen = iter(servers.free_ports(len(wanted), HOST))
+        ports: dict[str, dict[str, int]] = {name: {} for name in SERVER_NAMES}
+        for name, port in wanted:
+            ports[name][port] = next(chosen)
+        stack = LocalStack(
+            _endpoints(config.project, ports), config, data_dir.resolve(), faults=faults
+        )
+        try:
+            _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
+        except StackStartError:
+            taken = any(servers.port_taken(server) for server in stack.servers.values())
+            if attempt < START_ATTEMPTS and taken:
+                continue  # another process took a chosen port before its server bound it
+            raise
+        return stack
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def up(
@@ -200,7 +213,7 @@ def up(
             ports[name] = dict(old.ports)
         else:
             wanted = dict(old.ports) if old is not None else {}
-            ports[name] = {p: _port_or_free(wanted.get(p)) for p in _PORT_NAMES[name]}
+            ports[name] = {p: _port_or_free(wanted.get(p)) for p in PORT_NAMES[name]}
     stack = LocalStack(
         _endpoints(config.project, ports), config, data_dir.resolve(), keep, tuple(keep), plan
     )
@@ -299,11 +312,13 @@ def wait_until_ready(stack: LocalStack, timeout: float) -> None:
     while pending:
         for server in list(pending):
             if not servers.is_alive(server):
-                raise StackStartError(_failure(server, "exited during start"))
+                raise StackStartError(failure_message(server, "exited during start"))
             if _probes().answers(server.name, stack.endpoints):
                 pending.remove(server)
         if pending and time.monotonic() > deadline:
-            raise StackStartError(_failure(pending[0], f"did not answer within {timeout:.0f} s"))
+            raise StackStartError(
+                failure_message(pending[0], f"did not answer within {timeout:.0f} s")
+            )
         if pending:
             time.sleep(0.1)
 
@@ -320,5 +335,6 @@ def _provision(stack: LocalStack) -> None:
     provision(stack.config, stack.endpoints)
 
 
-def _failure(server: ServerProcess, what: str) -> str:
+def failure_message(server: ServerProcess, what: str) -> str:
+    """Return why ``server`` did not start (``what``), with its pid, ports and log tail."""
     return f"{server.name} server (pid {server.pid}, ports {dict(server.ports)}) {what}; log {server.log}:\n{servers.log_tail(server.log)}"

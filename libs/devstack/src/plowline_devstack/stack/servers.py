@@ -28,6 +28,7 @@ from pathlib import Path
 PUBSUB, BIGQUERY, STORAGE = "pubsub", "bigquery", "storage"
 SERVER_NAMES = (PUBSUB, BIGQUERY, STORAGE)
 _PR_SET_PDEATHSIG = 1
+_PORT_TAKEN = ("failed to bind to address", "address already in use", "errno 98")
 _MODULES = {
     PUBSUB: "plowline_devstack.pubsub",
     BIGQUERY: "plowline_devstack.bigquery",
@@ -45,6 +46,7 @@ class ServerProcess:
     log: Path
     extra_args: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
+    log_start: int = field(default=0, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         """Return the state-file form."""
@@ -119,6 +121,7 @@ def launch(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
+        start = out.tell()
         process = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
@@ -129,7 +132,7 @@ def launch(
             env=None if env is None else dict(env),
             preexec_fn=None if daemon else _die_with_parent,
         )
-    return ServerProcess(name, process.pid, dict(ports), log, tuple(argv), process)
+    return ServerProcess(name, process.pid, dict(ports), log, tuple(argv), process, start)
 
 
 def _die_with_parent() -> None:
@@ -181,6 +184,23 @@ def is_alive(server: ServerProcess) -> bool:
     except OSError:
         return False
     return _MODULES[server.name].encode() in cmdline
+
+
+def port_taken(server: ServerProcess) -> bool:
+    """Return True when the server's log, since its launch, says one of its ports was taken.
+
+    Notes:
+        Ports are chosen free and bound a moment later by the server, so another process
+        can take one in between; a server that says so is relaunched on new ports. The
+        signatures are gRPC's, uvicorn's and Python's sockets' own words.
+    """
+    try:
+        with server.log.open("rb") as log:
+            log.seek(server.log_start)
+            text = log.read().decode(errors="replace").lower()
+    except OSError:
+        return False
+    return any(sign in text for sign in _PORT_TAKEN)
 
 
 def log_tail(log: Path, lines: int = 30) -> str:

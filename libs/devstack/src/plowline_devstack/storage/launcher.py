@@ -16,7 +16,7 @@ from plowline_core.errors import ConfigError
 
 from plowline_devstack.faults import storage as storage_faults
 from plowline_devstack.faults.plan import load_faults
-from plowline_devstack.storage import preconditions
+from plowline_devstack.storage import bind, preconditions
 
 
 def split_faults(argv: Sequence[str]) -> tuple[Path | None, list[str]]:
@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as error:
         print(f"python -m plowline_devstack.storage: {error}", file=sys.stderr)
         raise SystemExit(2) from error
+    bind.install()
     preconditions.install()
     storage_faults.install(storage_faults.StorageFaults(plan.for_server("storage"), plan.seed))
     emulator_main(rest)
