@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from plowline_devstack.endpoints import ENV_NAMES
+from plowline_devstack.stack import spark_cluster
 from plowline_devstack.stack.spark_cluster import read_cluster
 
 PLOWLINE = Path(sys.executable).parent / "plowline"
@@ -75,3 +77,26 @@ def test_demo_on_two_workers_says_where_the_loader_ran(tmp_path: Path) -> None:
         max(events.values()) <= 0.6 * sum(events.values()),
     )
     assert expected == actual, demo.stdout + demo.stderr
+
+
+def test_a_cluster_whose_chosen_master_port_was_taken_starts_on_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The master binds another port when its own was taken; the URL and the worker follow it."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        monkeypatch.setattr(spark_cluster, "_free_port", lambda: port)
+        (tmp_path / "master.log").write_text(f"Starting Spark master at spark://127.0.0.1:{port}\n")
+        cluster = spark_cluster.start_cluster(
+            tmp_path, spark_cluster.ClusterSpec(workers=1), daemon=False, timeout=120
+        )
+        try:
+            started = (
+                cluster.master_url != f"spark://127.0.0.1:{port}",
+                _answers(cluster.master_url),
+            )
+        finally:
+            cluster.stop()
+    assert started == (True, True)

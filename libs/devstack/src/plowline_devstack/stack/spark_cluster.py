@@ -22,6 +22,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -38,6 +39,7 @@ from plowline_devstack.stack.servers import launch
 
 STATE_FILE = "spark-cluster.json"
 _HOST = "127.0.0.1"
+_MASTER_AT = re.compile(r"Starting Spark master at (spark://\S+)")
 _DAEMON_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 _EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
 _DAEMON_CLASS = "org.apache.spark.deploy."
@@ -166,6 +168,7 @@ def start_cluster(
     directory.mkdir(parents=True, exist_ok=True)
     env = _daemon_environment(directory, spec)
     port = _free_port()
+    since = {name: _size(directory / f"{name}.log") for name in _log_names(spec.workers)}
     master = _launch(
         directory / "master.log",
         ["org.apache.spark.deploy.master.Master", "--host", _HOST, "--port", str(port)],
@@ -174,8 +177,7 @@ def start_cluster(
     )
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        _wait_for_port(port, master, directory / "master.log", timeout)
-        url = f"spark://{_HOST}:{port}"
+        url = _master_url(master, directory / "master.log", since["master"], timeout)
         for index in range(spec.workers):
             work = directory / f"worker-{index}"
             work.mkdir(exist_ok=True)
@@ -187,7 +189,7 @@ def start_cluster(
             workers.append(_launch(directory / f"worker-{index}.log", arguments, env, daemon))
         for index, worker in enumerate(workers):
             log = directory / f"worker-{index}.log"
-            _wait_for_line(log, "registered with master", worker, timeout)
+            _wait_for_line(log, since[log.stem], "registered with master", worker, timeout)
     except SparkClusterError:
         for process in (*workers, master):
             _signal_group(process.pid, signal.SIGKILL)
@@ -250,24 +252,32 @@ def _launch(
     return server.process
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def _master_url(process: subprocess.Popen[bytes], log: Path, since: int, timeout: float) -> str:
+    """Return the URL the master says it serves at (its port, when the one asked was taken).
+
+    Notes:
+        The port is chosen free and bound a moment later; when another process took it in
+        between, Spark binds the next free one (``spark.port.maxRetries``) and names it in
+        its log: the URL is read there (past ``since``, the log's size before the launch:
+        a log kept from an earlier start names an old port), never assumed.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        found = _MASTER_AT.search(_read_since(log, since))
+        if found is not None:
+            return found.group(1)
         if process.poll() is not None:
             raise SparkClusterError(f"the Spark master exited:\n{_tail(log)}")
-        with socket.socket() as sock:
-            if sock.connect_ex((_HOST, port)) == 0:
-                return
         time.sleep(0.2)
-    raise SparkClusterError(
-        f"the Spark master did not listen within {timeout:.0f} s:\n{_tail(log)}"
-    )
+    raise SparkClusterError(f"the Spark master did not start within {timeout:.0f} s:\n{_tail(log)}")
 
 
-def _wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+def _wait_for_line(
+    log: Path, since: int, text: str, process: subprocess.Popen[bytes], timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
+        if text in _read_since(log, since):
             return
         if process.poll() is not None:
             raise SparkClusterError(f"a Spark worker exited:\n{_tail(log)}")
@@ -275,6 +285,27 @@ def _wait_for_line(log: Path, text: str, process: subprocess.Popen[bytes], timeo
     raise SparkClusterError(
         f"a Spark worker did not register within {timeout:.0f} s:\n{_tail(log)}"
     )
+
+
+def _log_names(workers: int) -> list[str]:
+    return ["master", *(f"worker-{index}" for index in range(workers))]
+
+
+def _size(log: Path) -> int:
+    try:
+        return log.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_since(log: Path, since: int) -> str:
+    """Return what ``log`` holds past byte ``since`` (what this start wrote)."""
+    try:
+        with log.open("rb") as file:
+            file.seek(since)
+            return file.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _tail(log: Path, lines: int = 30) -> str:
