@@ -76,7 +76,8 @@ def test_a_server_whose_port_was_taken_is_started_again_on_new_ports(
     answers = _hand_out_first(monkeypatch, taken, index)
     server, _ = start_alone(name, PROJECT, tmp_path / f"{name}.log", timeout=60)
     try:
-        assert (2, False) == (len(answers), taken in server.ports.values())
+        expected = (2, False)  # a second launch, on ports without the taken one
+        assert expected == (len(answers), taken in server.ports.values())
     finally:
         servers.stop(server)
 
@@ -90,7 +91,8 @@ def test_a_server_that_fails_for_another_reason_is_not_started_again(
     bad.write_text("{not json")
     with pytest.raises(StackStartError, match="exited during start"):
         start_alone(servers.STORAGE, PROJECT, tmp_path / "s.log", extra_args=["--faults", str(bad)])
-    assert 1 == len(answers)
+    launches = 1
+    assert launches == len(answers)
 
 
 def test_the_stack_is_started_again_when_a_chosen_port_was_taken(
@@ -101,7 +103,8 @@ def test_the_stack_is_started_again_when_a_chosen_port_was_taken(
     stack = start_stack(tmp_path / "stack", persistent=False, timeout=60)
     try:
         grpc_port = stack.endpoints.bigquery_grpc_port
-        assert (2, True) == (len(answers), grpc_port != taken and _listening(grpc_port))
+        expected = (2, True)  # ports chosen twice; the stand-in listens on the new one
+        assert expected == (len(answers), grpc_port != taken and _listening(grpc_port))
     finally:
         stack.stop()
 
