@@ -584,13 +584,13 @@ def _worker_config(load: dict[str, Any]) -> WorkerConfig:
         pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, 2000, id="insert-all-2000"),
         pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, 2000, id="write-api-2000"),
         pytest.param(
-            {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}, 500, id="exactly-once-500"
+            {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}, 2000, id="exactly-once-2000"
         ),
     ],
 )
 def test_file_loads_write_a_partition_in_one_chunk(load: dict[str, Any], expected: int) -> None:
-    """FILE_LOADS writes a 5,000-message partition in one insert (one load job); exactly-once
-    by 500 (a PENDING stream each), the others by 2,000."""
+    """FILE_LOADS writes a 5,000-message partition in one insert (one load job); the others,
+    exactly-once included (a PENDING stream a chunk), by 2,000."""
     assert expected == chunk_size_for(_worker_config(load), 5000)
 
 

@@ -45,7 +45,7 @@ from plowline_core.iglu.outage import RegistryOutage
 
 from plowline_loader.batch.message import Message
 from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
-from plowline_loader.batch.sizes import CHUNK_MESSAGES, EXACTLY_ONCE_CHUNK
+from plowline_loader.batch.sizes import CHUNK_MESSAGES
 from plowline_loader.batch.split_acks import RecordAccount
 from plowline_loader.bootstrap import WorkerConfig, processor_for
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Chunks, Decompression, Item
@@ -64,14 +64,14 @@ def chunk_size_for(config: WorkerConfig, messages: int) -> int:
         FILE_LOADS takes the whole partition in one chunk: each chunk is one load job, and
         BigQuery allows 1,500 load jobs per table per day (failures count), so the loader
         starts one per partition per window (``load.frequency``), as the README says.
-        Exactly-once writes ``EXACTLY_ONCE_CHUNK`` (a PENDING stream and its ledger rows a
-        chunk: the size its chaos runs passed at; at 2,000 one full local run saw its
-        micro-batches stall). The other modes write ``CHUNK_MESSAGES`` at a time, pipelined.
+        The other modes write ``CHUNK_MESSAGES`` at a time, pipelined; in exactly-once
+        mode a chunk is one PENDING stream and its ledger rows. (Exactly-once wrote 500 at a
+        time for a while: a stall seen once at 2,000 was the BigQuery stand-in's deadlock,
+        fixed by its ``write-api-serving`` correction; at 2,000 the mode spends about a
+        fifth less CPU, ``bench/write_mode_cost.py``.)
     """
     if config.bigquery.load.mode is LoadKind.FILE_LOADS:
         return max(messages, 1)
-    if config.exactly_once:
-        return EXACTLY_ONCE_CHUNK
     return CHUNK_MESSAGES
 
 

@@ -46,8 +46,6 @@ Four times BigQuery's advised 500 rows (its limits are 50,000 rows and 10 MB a r
 the sinks split a larger chunk by bytes): each request, publish and chunk has a fixed CPU
 cost in Python (~0.4 ms an HTTP request through google-cloud-core and requests), and 500
 made it a quarter of the deliver thread's CPU."""
-EXACTLY_ONCE_CHUNK = 500
-"""Exactly-once mode's chunk: one PENDING stream and its ledger rows (``partition.chunk_size_for``)."""
 
 BIGQUERY_REQUEST_BYTES = 10_000_000  # insertAll request limit: one row must fit in one request
 PUBSUB_REQUEST_BYTES = 10_000_000  # the Pub/Sub client refuses a bigger publish request
