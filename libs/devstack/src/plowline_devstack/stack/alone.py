@@ -9,13 +9,18 @@ again on new ports, up to ``attempts`` times. Any other exit, or no answer in ti
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from plowline_devstack.endpoints import Endpoints
-from plowline_devstack.stack import probes, servers
-from plowline_devstack.stack.lifecycle import HOST, PORT_NAMES, StackStartError, failure_message
+from plowline_devstack.stack import servers
+from plowline_devstack.stack.lifecycle import (
+    HOST,
+    PORT_NAMES,
+    StackStartError,
+    endpoints_of,
+    wait_for,
+)
 
 ATTEMPTS = 3
 
@@ -43,9 +48,9 @@ def start_alone(
         )
         argv = [*servers.command(name, HOST, ports, project, None), *extra_args]
         server = servers.launch(argv, name, ports, log, daemon=daemon, env=env)
-        endpoints = _endpoints(name, project, ports)
+        endpoints = endpoints_of(project, {name: ports})
         try:
-            _wait(server, endpoints, timeout)
+            wait_for([server], endpoints, timeout)
         except StackStartError:
             servers.stop(server, grace=2.0)
             if attempt < attempts and servers.port_taken(server):
@@ -53,24 +58,3 @@ def start_alone(
             raise
         return server, endpoints
     raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-def _endpoints(name: str, project: str, ports: Mapping[str, int]) -> Endpoints:
-    return Endpoints(
-        project,
-        ports["port"] if name == servers.PUBSUB else 0,
-        ports["port"] if name == servers.BIGQUERY else 0,
-        ports.get("grpc_port", 0),
-        ports["port"] if name == servers.STORAGE else 0,
-        HOST,
-    )
-
-
-def _wait(server: servers.ServerProcess, endpoints: Endpoints, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not probes.answers(server.name, endpoints):
-        if not servers.is_alive(server):
-            raise StackStartError(failure_message(server, "exited during start"))
-        if time.monotonic() > deadline:
-            raise StackStartError(failure_message(server, f"did not answer within {timeout:.0f} s"))
-        time.sleep(0.1)

@@ -149,7 +149,8 @@ def start_stack(
     Notes:
         With ``daemon`` false (tests) the servers die with this process; ``up`` starts
         daemons that outlive it. A server whose port was taken between choosing and binding
-        it is started again, with all ports chosen anew (``START_ATTEMPTS`` in all). ``faults`` (default none; :mod:`plowline_devstack.faults.plan`)
+        it is started again, with all ports chosen anew (``START_ATTEMPTS`` in all).
+        ``faults`` (default none; :mod:`plowline_devstack.faults.plan`)
         makes the servers fail as Google's services can.
     """
     config = config or StackConfig()
@@ -161,7 +162,7 @@ def start_stack(
         for name, port in wanted:
             ports[name][port] = next(chosen)
         stack = LocalStack(
-            _endpoints(config.project, ports), config, data_dir.resolve(), faults=faults
+            endpoints_of(config.project, ports), config, data_dir.resolve(), faults=faults
         )
         try:
             _launch_missing(stack, ports, persistent=persistent, daemon=daemon, timeout=timeout)
@@ -215,7 +216,7 @@ def up(
             wanted = dict(old.ports) if old is not None else {}
             ports[name] = {p: _port_or_free(wanted.get(p)) for p in PORT_NAMES[name]}
     stack = LocalStack(
-        _endpoints(config.project, ports), config, data_dir.resolve(), keep, tuple(keep), plan
+        endpoints_of(config.project, ports), config, data_dir.resolve(), keep, tuple(keep), plan
     )
     _launch_missing(stack, ports, persistent=True, daemon=True, timeout=timeout)
     if keep:
@@ -245,11 +246,13 @@ def read_state(data_dir: Path) -> LocalStack | None:
     config = StackConfig.from_json(state["config"])
     faults = parse_faults(state.get("faults", {}))
     return LocalStack(
-        _endpoints(config.project, ports), config, data_dir.resolve(), found, faults=faults
+        endpoints_of(config.project, ports), config, data_dir.resolve(), found, faults=faults
     )
 
 
-def _endpoints(project: str, ports: Mapping[str, Mapping[str, int]]) -> Endpoints:
+def endpoints_of(project: str, ports: Mapping[str, Mapping[str, int]]) -> Endpoints:
+    """Return the endpoints of servers' ``ports`` by server name (0 for a server not named)."""
+
     def port(name: str, key: str = "port") -> int:
         return int(ports.get(name, {}).get(key, 0))
 
@@ -307,13 +310,18 @@ def _write_faults(stack: LocalStack) -> Path | None:
 
 def wait_until_ready(stack: LocalStack, timeout: float) -> None:
     """Poll each server until it answers; raise StackStartError with its log tail if not."""
+    wait_for(list(stack.servers.values()), stack.endpoints, timeout)
+
+
+def wait_for(started: list[ServerProcess], endpoints: Endpoints, timeout: float) -> None:
+    """Poll each of ``started`` at ``endpoints`` until it answers; raise StackStartError if not."""
     deadline = time.monotonic() + timeout
-    pending = list(stack.servers.values())
+    pending = list(started)
     while pending:
         for server in list(pending):
             if not servers.is_alive(server):
                 raise StackStartError(failure_message(server, "exited during start"))
-            if _probes().answers(server.name, stack.endpoints):
+            if _probes().answers(server.name, endpoints):
                 pending.remove(server)
         if pending and time.monotonic() > deadline:
             raise StackStartError(

@@ -194,13 +194,18 @@ def port_taken(server: ServerProcess) -> bool:
         can take one in between; a server that says so is relaunched on new ports. The
         signatures are gRPC's, uvicorn's and Python's sockets' own words.
     """
-    try:
-        with server.log.open("rb") as log:
-            log.seek(server.log_start)
-            text = log.read().decode(errors="replace").lower()
-    except OSError:
-        return False
+    text = log_since(server.log, server.log_start).lower()
     return any(sign in text for sign in _PORT_TAKEN)
+
+
+def log_since(log: Path, offset: int) -> str:
+    """Return what ``log`` holds past byte ``offset`` ("" when it cannot be read)."""
+    try:
+        with log.open("rb") as file:
+            file.seek(offset)
+            return file.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def log_tail(log: Path, lines: int = 30) -> str:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from plowline_core.errors import PlowlineError
 
-from plowline_devstack.stack.servers import launch
+from plowline_devstack.stack.servers import launch, log_since
 
 STATE_FILE = "spark-cluster.json"
 _HOST = "127.0.0.1"
@@ -263,7 +263,7 @@ def _master_url(process: subprocess.Popen[bytes], log: Path, since: int, timeout
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = _MASTER_AT.search(_read_since(log, since))
+        found = _MASTER_AT.search(log_since(log, since))
         if found is not None:
             return found.group(1)
         if process.poll() is not None:
@@ -277,7 +277,7 @@ def _wait_for_line(
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in _read_since(log, since):
+        if text in log_since(log, since):
             return
         if process.poll() is not None:
             raise SparkClusterError(f"a Spark worker exited:\n{_tail(log)}")
@@ -296,16 +296,6 @@ def _size(log: Path) -> int:
         return log.stat().st_size
     except OSError:
         return 0
-
-
-def _read_since(log: Path, since: int) -> str:
-    """Return what ``log`` holds past byte ``since`` (what this start wrote)."""
-    try:
-        with log.open("rb") as file:
-            file.seek(since)
-            return file.read().decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _tail(log: Path, lines: int = 30) -> str:
