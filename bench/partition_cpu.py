@@ -47,7 +47,7 @@ from plowline_devstack.stack.provisioning import StackConfig
 from plowline_loader import partition as partition_module
 from plowline_loader.batch.message import InboundMessage
 from plowline_loader.batch.processor import BatchProcessor
-from plowline_loader.bootstrap import WorkerConfig, processor_for
+from plowline_loader.bootstrap import WorkerConfig, processor_for, task_processor
 from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.pulls import PubSubPartition, pull_bounded
 from plowline_loader.spark import worker_heap
@@ -131,7 +131,7 @@ def _task(config: WorkerConfig, subscription: str, host: str, events: int, varia
     if variant.startswith("gc="):
         worker_heap.TASK_GC_THRESHOLD = int(variant[3:])
     try:
-        task = StreamingPartition(replace(config, pubsub_emulator_host=host))
+        task = StreamingPartition(replace(config, pubsub_emulator_host=host), task_processor)
         reports = list(task([rows]))  # one round
     finally:
         gc.enable()

@@ -155,6 +155,12 @@ class ClusterRig:
         client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
         return event_counts(client, self.table_ref)
 
+    def duplicated(self) -> list[str]:
+        """Return the event ids that are more than one row of the table."""
+        client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
+        sql = f"SELECT event_id FROM `{self.table_ref}` GROUP BY event_id HAVING COUNT(*) > 1"
+        return sorted(str(row["event_id"]) for row in client.query(sql).result())
+
     def drain(self, name: str) -> list[bytes]:
         """Pull and ack everything waiting on the watch subscription of topic ``name``."""
         return pull_all(self.stack.endpoints.pubsub_target, self.watch[name])

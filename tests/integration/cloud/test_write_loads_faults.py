@@ -7,9 +7,9 @@ through ``FileLoadSink`` with the official clients.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,14 +17,12 @@ from typing import Any
 
 import pytest
 from google.cloud import bigquery
-from plowline_cloud.clients import bigquery_client, storage_client
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.row_sink import BigQueryRowSink
 from plowline_cloud.table_schema import BigQueryTableSchemaStore
 from plowline_core.ports import Row
 from plowline_core.testing.clock import FixedClock
-from plowline_devstack.stack import servers
-from plowline_devstack.stack.alone import start_alone
+from support.load_servers import load_servers
 
 PROJECT = "plowline-load-faults"
 SCHEMA = [bigquery.SchemaField("event_id", "STRING", mode="REQUIRED")]
@@ -65,34 +63,8 @@ class Faulty:
 @pytest.fixture
 def faulty(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Faulty]]:
     """``faulty(plan)``: both servers started with the fault file ``plan``."""
-    started: list[servers.ServerProcess] = []
-    clients: list[Any] = []
-
-    def start(plan: dict[str, Any]) -> Faulty:
-        path = tmp_path / "faults.json"
-        path.write_text(json.dumps(plan))
-        faults = ["--faults", str(path)]
-        gcs_server, gcs_endpoints = start_alone(
-            servers.STORAGE, PROJECT, tmp_path / "storage.log", extra_args=faults
-        )
-        started.append(gcs_server)
-        env = servers.environment(servers.BIGQUERY, gcs_endpoints.storage_url)
-        bq_server, bq_endpoints = start_alone(
-            servers.BIGQUERY, PROJECT, tmp_path / "bigquery.log", extra_args=faults, env=env
-        )
-        started.append(bq_server)
-        bq = bigquery_client(bq_endpoints.project, bq_endpoints.bigquery_url)
-        bq.create_dataset("snowplow", exists_ok=True, retry=None)  # type: ignore[arg-type]  # never faulted
-        gcs = storage_client(gcs_endpoints.project, gcs_endpoints.storage_url)
-        bucket = gcs.create_bucket(f"b-{uuid.uuid4().hex[:12]}", retry=None).name
-        clients.extend([bq, gcs])
-        return Faulty(bq, gcs, bucket)
-
-    yield start
-    for client in clients:
-        client.close()
-    for server in started:
-        servers.stop(server)
+    with ExitStack() as running:
+        yield lambda plan: Faulty(*running.enter_context(load_servers(tmp_path, PROJECT, plan)))
 
 
 def test_a_staged_file_that_cannot_be_deleted_keeps_the_load(

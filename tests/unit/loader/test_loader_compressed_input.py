@@ -179,8 +179,9 @@ def test_a_wrong_format_version_is_one_failure_and_no_row() -> None:
     assert message == "unsupported versions in gzip-compressed record header: 2, 1"
 
 
-def test_a_delivery_is_handed_back_while_any_of_its_records_is_not_durable() -> None:
-    """Records over two chunks, the second insert failing: the delivery comes back whole."""
+def test_a_delivery_partly_written_is_parked_not_handed_back() -> None:
+    """Issue 37, finding 2: records over two chunks, the second insert failing: the delivery
+    is parked with its one written record named durable, never handed back to be rewritten."""
     rig = Rig(sink_failing={2})
     rows = [
         _delivery("first", write_batch(_lines(3), Compression.ZSTD)),
@@ -189,7 +190,12 @@ def test_a_delivery_is_handed_back_while_any_of_its_records_is_not_durable() -> 
 
     report, handed_back = process_in_chunks(rig.processor, rows, chunk_size=4)
 
-    assert (report.outcome.good, handed_back) == (4, ["ack-spanning"])
+    parked = [(p.ack_id, p.durable) for p in report.parked]
+    assert (4, [], [("ack-spanning", frozenset({0}))]) == (
+        report.outcome.good,
+        handed_back,
+        parked,
+    )
 
 
 def test_a_delivery_wholly_in_written_chunks_is_acked() -> None:
@@ -205,8 +211,9 @@ def test_a_delivery_wholly_in_written_chunks_is_acked() -> None:
     assert handed_back == ["ack-second"]
 
 
-def test_a_failed_event_not_published_hands_back_its_delivery_only() -> None:
-    """badRows failing after the insert: the batch with the oversized record comes back, not the rest."""
+def test_a_failed_event_not_published_parks_its_delivery_only() -> None:
+    """badRows failing after the insert: the batch with the oversized record is parked with
+    its good record durable (never rewritten); the clean batch is acked."""
     rig = Rig()
     rig.bad_rows.fail_with = TransientError("badRows: 503")
     line = _lines(1)[0]
@@ -219,7 +226,12 @@ def test_a_failed_event_not_published_hands_back_its_delivery_only() -> None:
         rig.processor, rows, decompression=Decompression(len(line) + 1)
     )
 
-    assert (handed_back, report.outcome.good) == (["ack-oversized"], 3)
+    parked = [(p.ack_id, p.durable) for p in report.parked]
+    assert ([], [("ack-oversized", frozenset({0}))], 3) == (
+        handed_back,
+        parked,
+        report.outcome.good,
+    )
 
 
 def test_a_chunk_closes_at_max_bytes_in_batch() -> None:
@@ -312,27 +324,60 @@ def test_a_batch_that_cannot_be_read_is_counted_under_its_own_code(
     assert dict(report.outcome.bad_by_code) == {"parsing.compressed_batch": 2}
 
 
+def _mixed(sizes: list[int]) -> tuple[list[PulledMessage], dict[str, list[str]]]:
+    """Return deliveries (-1: a plain line, else a batch of that many lines) and their ids."""
+    rows: list[PulledMessage] = []
+    ids_of: dict[str, list[str]] = {}
+    for n, size in enumerate(sizes):
+        lines = _lines(1 if size < 0 else size)
+        data = lines[0] if size < 0 else write_batch(lines, Compression.ZSTD)
+        rows.append(_delivery(f"d{n}", data))
+        ids_of[f"ack-d{n}"] = [line.split(b"\t")[6].decode() for line in lines]
+    return rows, ids_of
+
+
+MIXED = {
+    "sizes": st.lists(st.integers(-1, 4), min_size=1, max_size=6),
+    "chunk_size": st.integers(1, 5),
+    "failing": st.integers(1, 6),
+}
+
+
 @settings(max_examples=40, deadline=None)
-@given(
-    sizes=st.lists(st.integers(-1, 4), min_size=1, max_size=6),
-    chunk_size=st.integers(1, 5),
-    failing=st.integers(1, 6),
-)
+@given(**MIXED)
 def test_a_delivery_not_handed_back_has_every_record_in_the_table(
     sizes: list[int], chunk_size: int, failing: int
 ) -> None:
     """Whatever the batches, the chunking and the insert that fails: acked means all landed."""
     rig = Rig(sink_failing={failing})
-    rows: list[PulledMessage] = []
-    ids_of: dict[str, set[str]] = {}
-    for n, size in enumerate(sizes):  # -1: a plain line, else a batch of that many lines
-        lines = _lines(1 if size < 0 else size)
-        data = lines[0] if size < 0 else write_batch(lines, Compression.ZSTD)
-        rows.append(_delivery(f"d{n}", data))
-        ids_of[f"ack-d{n}"] = {line.split(b"\t")[6].decode() for line in lines}
+    rows, ids_of = _mixed(sizes)
 
-    _, handed_back = process_in_chunks(rig.processor, rows, chunk_size=chunk_size)
+    report, handed_back = process_in_chunks(rig.processor, rows, chunk_size=chunk_size)
 
     landed = {row.insert_id for row in rig.sink.rows}
-    acked = [row.ack_id for row in rows if row.ack_id not in handed_back]
-    assert [ack for ack in acked if not ids_of[ack] <= landed] == []
+    parked = {p.ack_id for p in report.parked}
+    acked = [row.ack_id for row in rows if row.ack_id not in {*handed_back, *parked}]
+    assert [ack for ack in acked if not set(ids_of[ack]) <= landed] == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(**MIXED)
+def test_a_delivery_handed_back_has_nothing_written_and_a_parked_one_names_what_was(
+    sizes: list[int], chunk_size: int, failing: int
+) -> None:
+    """Issue 37, finding 2: whatever the chunking and the failing insert, a delivery handed
+    back has no record in the table (its redelivery rewrites nothing), and a parked one names
+    exactly its records in the table as durable."""
+    rig = Rig(sink_failing={failing})
+    rows, ids_of = _mixed(sizes)
+
+    report, handed_back = process_in_chunks(rig.processor, rows, chunk_size=chunk_size)
+
+    landed = {row.insert_id for row in rig.sink.rows}
+    rewritten = [ack for ack in handed_back if set(ids_of[ack]) & landed]
+    misnamed = [
+        p.ack_id
+        for p in report.parked
+        if p.durable != {i for i, e in enumerate(ids_of[p.ack_id]) if e in landed}
+    ]
+    assert (rewritten, misnamed) == ([], [])

@@ -10,7 +10,7 @@ import pytest
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_core.schema.entity import ColumnMode
 from plowline_loader.batch.outcome import BatchOutcome
-from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config, task_processor
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import MISSING_SCHEMA_LABELS, LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
@@ -42,8 +42,8 @@ class ReportFrame(AttemptTags):
         return self.rows
 
 
-def _held(schemas: frozenset[str], acks: tuple[str, ...]) -> PartitionReport:
-    return PartitionReport(BatchOutcome(held_schemas=schemas), held_acks=acks)
+def _held(schemas: frozenset[str], ids: tuple[str, ...]) -> PartitionReport:
+    return PartitionReport(BatchOutcome(held_ids=frozenset(ids), held_schemas=schemas))
 
 
 def _writer(tmp_path: Path, metrics: LoaderMetrics) -> BatchWriter:
@@ -53,7 +53,7 @@ def _writer(tmp_path: Path, metrics: LoaderMetrics) -> BatchWriter:
         load_bigquery_config(config_file), "{}", str(tmp_path), ColumnMode.FULL, "0"
     )
     settings = StreamSettings(str(tmp_path / "cp"), backoff_initial_s=0.0, backoff_max_s=0.0)
-    return BatchWriter(StreamingPartition(config), settings, Readiness(), metrics)
+    return BatchWriter(StreamingPartition(config, task_processor), settings, Readiness(), metrics)
 
 
 def _samples(metrics: LoaderMetrics) -> dict[str, float]:

@@ -26,7 +26,9 @@ class _ScriptedWriter(BatchWriter):
         self._reports = reports
         self.attempted = threading.Event()
 
-    def _run(self, frame: Any, attempt: int = 0) -> list[PartitionReport]:
+    def _run(
+        self, frame: Any, attempt: int = 0, durable: frozenset[str] = frozenset()
+    ) -> list[PartitionReport]:
         self.attempted.set()
         return self._reports
 

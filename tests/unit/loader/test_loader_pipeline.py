@@ -36,7 +36,7 @@ from plowline_loader.batch.outcome import AccountingError, BatchOutcome
 from plowline_loader.batch.processor import BatchProcessor, Destinations, PreparedBatch
 from plowline_loader.batch.sizes import Limits
 from plowline_loader.bootstrap import WorkerConfig
-from plowline_loader.partition import chunk_size_for, process_in_chunks
+from plowline_loader.partition import chunking_for, process_in_chunks
 from support.configs import bigquery_config
 
 CTX = SchemaKey.parse("iglu:com.acme/ctx/jsonschema/1-0-0")
@@ -578,20 +578,40 @@ def _worker_config(load: dict[str, Any]) -> WorkerConfig:
 
 
 @pytest.mark.parametrize(
-    ("load", "expected"),
+    ("load", "one_insert"),
     [
-        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, 5000, id="file-loads-whole"),
-        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, 2000, id="insert-all-2000"),
-        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, 2000, id="write-api-2000"),
-        pytest.param(
-            {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}, 2000, id="exactly-once-2000"
-        ),
+        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, True, id="file-loads-one-job"),
+        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, False, id="insert-all"),
+        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, False, id="write-api"),
     ],
 )
-def test_file_loads_write_a_partition_in_one_chunk(load: dict[str, Any], expected: int) -> None:
-    """FILE_LOADS writes a 5,000-message partition in one insert (one load job); the others,
-    exactly-once included (a PENDING stream a chunk), by 2,000."""
-    assert expected == chunk_size_for(_worker_config(load), 5000)
+def test_a_round_of_compressed_batches_is_one_load_job_in_file_loads(
+    load: dict[str, Any], one_insert: bool
+) -> None:
+    """Issue 37, finding 4: 3 compressed batches of 1,000 records are one insert (one load
+    job) in FILE_LOADS, counted in records and bytes; the other modes write in chunks."""
+    rig = make_rig([])
+    rows = [
+        _pulled(f"ack-{n}", f"m-{n}", _gzip_batch([_ctx_line(_eid()) for _ in range(1000)]))
+        for n in range(3)
+    ]
+    size, decompression = chunking_for(_worker_config(load), len(rows))
+    calls: list[int] = []
+    deliver = rig.processor.deliver
+
+    def counting(prepared: PreparedBatch) -> BatchOutcome:
+        calls.append(len(prepared.messages))
+        return deliver(prepared)
+
+    rig.processor.deliver = counting  # type: ignore[method-assign]
+    report, handed_back = process_in_chunks(rig.processor, rows, size, decompression)
+    assert (one_insert, 3000, []) == (len(calls) == 1, report.outcome.events_in, handed_back)
+
+
+def _gzip_batch(lines: list[str]) -> bytes:
+    from plowline_core.event.compressed import Compression, write_batch
+
+    return write_batch([line.encode() for line in lines], Compression.GZIP)
 
 
 def test_a_size_violation_of_a_failed_insert_is_handed_back_when_bad_rows_fail() -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from plowline_core.schema.entity import ColumnMode
-from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config, task_processor
 from plowline_loader.partition import StreamingPartition
 from plowline_loader.source.processing import ProcessingStreamReader, processing_source
 from pyspark import cloudpickle
@@ -38,7 +38,7 @@ def _partition(tmp_path: Path) -> StreamingPartition:
     config = WorkerConfig(
         load_bigquery_config(config_file), "{}", str(tmp_path), ColumnMode.FULL, "0"
     )
-    return StreamingPartition(config)
+    return StreamingPartition(config, task_processor)
 
 
 def test_planning_imports_nothing_of_the_partition_function(tmp_path: Path) -> None:

@@ -21,47 +21,46 @@ def test_every_probed_message_goes_to_one_partition_in_even_shares(
 ) -> None:
     """Each probed message is dealt exactly once and no two shares differ by more than one."""
     probed = list(range(messages))
-    dealt = [share for share, _ in shares(probed, messages + 1, partitions, max_messages)]
+    dealt = [share for share, _ in shares(probed, partitions, max_messages)]
     sizes = [len(share) for share in dealt]
     expected = (probed, True)
     assert expected == (sorted(m for share in dealt for m in share), max(sizes) - min(sizes) <= 1)
 
 
 @given(
-    messages=st.integers(2, MAX_PULL),
-    partitions=st.integers(2, 16),
+    messages=st.integers(0, MAX_PULL),
+    partitions=st.integers(1, 16),
     max_messages=st.integers(1, 20_000),
 )
-def test_after_a_short_probe_no_partition_takes_more_than_its_share(
+def test_after_the_first_batch_no_probe_caps_a_partition(
     messages: int, partitions: int, max_messages: int
 ) -> None:
-    """A probe that got less than it asked for is the batch: each budget is its share."""
-    probed = list(range(messages))
-    planned = shares(probed, messages + 1, partitions, max_messages)
-    expected = [len(share) for share, _ in planned]
+    """Issue 37, finding 1: a short probe is no batch; every partition pulls on to its budget."""
+    planned = shares(list(range(messages)), partitions, max_messages)
+    expected = [max(max_messages, len(share)) for share, _ in planned]
     assert expected == [budget for _, budget in planned]
 
 
-def test_a_backlog_smaller_than_one_pull_is_split_in_half() -> None:
-    """The unkind case: 300 messages in a probe that asked for 1,000 go 150 and 150."""
-    planned = shares(list(range(300)), 1000, 2, 10_000)
-    expected = [(150, 150), (150, 150)]
+def test_a_backlog_smaller_than_one_pull_is_dealt_in_half_and_pulled_on() -> None:
+    """The unkind case: 300 messages in a short probe go 150 and 150, and both pull on."""
+    planned = shares(list(range(300)), 2, 10_000)
+    expected = [(150, 10_000), (150, 10_000)]
     assert expected == [(len(share), budget) for share, budget in planned]
 
 
 @pytest.mark.parametrize(
-    ("partitions", "probed", "asked", "expected"),
+    ("partitions", "probed", "first", "expected"),
     [
-        pytest.param(2, 1000, 1000, [10_000, 10_000], id="full-probe-pulls-on"),
-        pytest.param(2, 0, 0, [10_000, 10_000], id="no-probe-pulls-on"),
-        pytest.param(1, 3, 1000, [10_000], id="one-partition-pulls-on-after-a-short-probe"),
+        pytest.param(2, 1000, False, [10_000, 10_000], id="full-probe-pulls-on"),
+        pytest.param(2, 0, False, [10_000, 10_000], id="no-probe-pulls-on"),
+        pytest.param(1, 3, True, [10_000], id="one-partition-pulls-on-in-the-first-batch"),
     ],
 )
 def test_a_backlog_or_a_lone_partition_keeps_the_whole_budget(
-    partitions: int, probed: int, asked: int, expected: list[int]
+    partitions: int, probed: int, first: bool, expected: list[int]
 ) -> None:
     """A full probe, no probe, or one partition: every partition may pull up to max_messages."""
-    planned = shares(list(range(probed)), asked, partitions, 10_000)
+    planned = shares(list(range(probed)), partitions, 10_000, first)
     assert expected == [budget for _, budget in planned]
 
 
@@ -83,20 +82,6 @@ def test_the_probe_asks_for_one_pull_within_the_batchs_budgets(
 
 def test_the_first_batch_is_its_probe_even_when_full() -> None:
     """The query's first batch, its tasks cold: a full probe of 1,000 is the batch, 500 each."""
-    planned = shares(list(range(1000)), 1000, 2, 10_000, first=True)
+    planned = shares(list(range(1000)), 2, 10_000, first=True)
     expected = [(500, 500), (500, 500)]
-    assert expected == [(len(share), budget) for share, budget in planned]
-
-
-def test_long_lived_tasks_pull_on_after_a_short_probe() -> None:
-    """A steady stream's short probe (300 of 1,000): long-lived tasks keep their budgets."""
-    planned = shares(list(range(300)), 1000, 2, 10_000, long_lived=True)
-    expected = [(150, 10_000), (150, 10_000)]
-    assert expected == [(len(share), budget) for share, budget in planned]
-
-
-def test_long_lived_tasks_still_share_the_first_batch() -> None:
-    """The query's first batch stays its probe for long-lived tasks too (cold tasks)."""
-    planned = shares(list(range(300)), 1000, 2, 10_000, first=True, long_lived=True)
-    expected = [(150, 150), (150, 150)]
     assert expected == [(len(share), budget) for share, budget in planned]

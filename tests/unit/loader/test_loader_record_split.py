@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.event.compressed import Compression, write_batch
 from plowline_core.testing.tsv import enriched_line
-from plowline_loader.batch.split_acks import split_verdict
 from plowline_loader.compressed_input import Decompression
 from plowline_loader.record_split import Opening, SplitTracker, Surveyor, split_rows, survey
+from plowline_loader.source.settlement import split_verdict
 from pyspark.sql import Row
 
 pytestmark = pytest.mark.unit
@@ -187,3 +187,22 @@ def test_records_spread_over_tasks_ack_their_batch_only_when_all_are_durable(
         sorted(verdict.ack.get(SUBSCRIPTION, [])),
         verdict.nack.get(SUBSCRIPTION, []),
     )
+
+
+def test_a_retried_action_skips_what_an_earlier_attempt_made_durable() -> None:
+    """Issue 37, finding 6: rows durable in the first attempt are not processed again (no
+    bad row published twice, no event counted twice); a skipped record still counts durable."""
+    split, plain, fresh = _message(b"", "a"), _message(LINE, "c"), _message(LINE, "d")
+    rows = [
+        _row(split._replace(data=LINE), 0, 2),
+        _row(split._replace(data=LINE), 1, 2),
+        _row(plain, None, None),
+        _row(fresh, None, None),
+    ]
+    tracker = SplitTracker()
+
+    ids = [m.message_id for m in tracker.messages(rows, frozenset({"m-a#0", "m-c"}))]
+    accounts = tracker.accounts(set(), set())
+
+    expected = (["m-a#1", "m-d"], [("a", 2, frozenset({0, 1}))])
+    assert expected == (ids, [(a.ack_id, a.records, a.durable) for a in accounts])

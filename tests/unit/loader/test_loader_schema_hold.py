@@ -126,8 +126,9 @@ def test_without_holding_it_fails_at_once(hold: SchemaHold, age_s: float | None)
     assert (outcome.held_ids, rig.bad_kinds()) == (frozenset(), ["loader_iglu_error"])
 
 
-def test_a_held_record_holds_its_delivery_for_later_not_now() -> None:
-    """A batch with one held record: its delivery is handed back for later, never nacked."""
+def test_a_held_record_parks_its_delivery_with_its_siblings_durable() -> None:
+    """A batch with one held record: its delivery is parked (its written sibling named
+    durable, so never written again), neither nacked nor handed back."""
     rig = Rig(SchemaHold(True, HOUR))
     published = _us(NOW - timedelta(seconds=60))
     batch = write_batch([_plain(), _needing_missing()], Compression.GZIP)
@@ -138,7 +139,8 @@ def test_a_held_record_holds_its_delivery_for_later_not_now() -> None:
 
     report, handed_back = process_in_chunks(rig.processor, rows)
 
-    assert (report.held_acks, handed_back, report.outcome.good) == (("ack-batch",), [], 2)
+    parked = [(p.ack_id, p.durable) for p in report.parked]
+    assert ([("ack-batch", frozenset({0}))], [], 2) == (parked, handed_back, report.outcome.good)
 
 
 def test_readyz_names_the_missing_schema_and_stays_ready() -> None:

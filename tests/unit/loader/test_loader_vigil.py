@@ -26,7 +26,9 @@ class _HungWriter(BatchWriter):
         self.attempted = threading.Event()
         self.release = threading.Event()
 
-    def _run(self, frame: Any, attempt: int = 0) -> list[PartitionReport]:
+    def _run(
+        self, frame: Any, attempt: int = 0, durable: frozenset[str] = frozenset()
+    ) -> list[PartitionReport]:
         self.attempted.set()
         self.release.wait(30)
         return [PartitionReport()]

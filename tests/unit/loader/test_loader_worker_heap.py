@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from plowline_cloud.pubsub.pulled import PulledMessage
 from plowline_core.schema.entity import ColumnMode
-from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config, task_processor
 from plowline_loader.partition import StreamingPartition
 from plowline_loader.spark import worker_heap
 from plowline_loader.spark.worker_heap import TASK_GC_THRESHOLD, freeze_worker_heap, task_collector
@@ -66,7 +66,7 @@ def test_a_task_reads_its_messages_with_the_task_threshold(tmp_path: Path) -> No
         seen.append(gc.get_threshold())
         yield from ()
 
-    list(StreamingPartition(_config(tmp_path))([messages()]))
+    list(StreamingPartition(_config(tmp_path), task_processor)([messages()]))
 
     expected = ([(TASK_GC_THRESHOLD, *before[1:])], before)
     assert expected == (seen, gc.get_threshold())

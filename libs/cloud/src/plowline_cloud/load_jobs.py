@@ -11,11 +11,22 @@ Notes:
     in production), which reports each bad row as an ``InsertFailure``: a bad row never
     stalls the others. Rows naming fields the table lacks are never staged
     (``UNKNOWN_FIELD`` after one refresh).
-    Staged objects are deleted once the job finished, best effort: a delete that fails
-    (a retention policy, no ``storage.objects.delete``, GCS down) is logged and the
-    object left behind (give the bucket a lifecycle rule that deletes old objects). It
-    never turns a load that landed into an error: the partition would be redelivered and
-    loaded again, for ever while the delete kept failing.
+    A job once created is waited on until BigQuery reports it ``DONE``, however long it
+    runs: a slow job is never taken for a failed one (giving up on it and loading the
+    chunk again would load its rows twice). jobs.get is polled with a bounded back-off
+    (``_poll_delay``, at most ``_LONGEST_POLL`` seconds, the sleep injectable); a jobs.get
+    that fails transiently, even past the client's retry budget, is polled again, and one
+    refused for good (a 4xx) raises without touching the job or its staged object.
+    ``timeout`` bounds each HTTP call and is how often a job still running is logged;
+    it is never a deadline for the job.
+    Staged objects are deleted only once the job is ``DONE`` (BigQuery may read its
+    source at any time while the job runs), or when jobs.insert failed (taken as no job
+    created); best effort: a delete that fails (a retention policy, no
+    ``storage.objects.delete``, GCS down) is logged and the object left behind (give the
+    bucket a lifecycle rule that deletes old objects; it also removes the objects of jobs
+    whose jobs.get was refused). It never turns a load that landed into an error: the
+    partition would be redelivered and loaded again, for ever while the delete kept
+    failing.
     Each job has an id of ours (``plowline-load-…``): when jobs.insert was applied but
     its response lost, the client's retry gets 409 ``duplicate`` (BigQuery's client
     resolves that for query jobs only); the job is then fetched by its id and waited on,
@@ -25,8 +36,9 @@ Notes:
 from __future__ import annotations
 
 import json
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -35,7 +47,7 @@ import structlog
 from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
-from plowline_core.errors import PlowlineError
+from plowline_core.errors import PlowlineError, TransientError
 from plowline_core.ports import InsertFailure, Row, RowSink, TableSchemaStore
 from plowline_core.schema.field import FieldType
 
@@ -45,6 +57,9 @@ from plowline_cloud.write_api import check_fields
 
 _log = structlog.get_logger("plowline.load_jobs")
 _TRANSIENT_REASONS = frozenset({"backendError", "internalError", "rateLimitExceeded", "timeout"})
+_FIRST_POLL = 0.5
+_POLL_GROWTH = 1.5
+_LONGEST_POLL = 10.0
 
 
 class FileLoadSink:
@@ -61,6 +76,7 @@ class FileLoadSink:
         *,
         prefix: str = "plowline-loads",
         timeout: float = 300.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._bq = bq_client
         self._bucket = storage_client.bucket(bucket)
@@ -70,6 +86,7 @@ class FileLoadSink:
         self._fallback = fallback
         self._prefix = prefix.strip("/")
         self._timeout = timeout
+        self._sleep = sleep
         self._retry = DEFAULT_RETRY.with_deadline(60)
         self.bytes_sent = 0
 
@@ -83,16 +100,26 @@ class FileLoadSink:
         body = b"".join(_ndjson(row, stamps, now) for row in fitting)
         name = f"{self._prefix}/{self._table.table_id}/{uuid.uuid4().hex}.ndjson"
         self._stage(name, body)
+        errors = self._load(name)
+        if errors and _transient(errors):
+            errors = self._load(name)  # the first job is DONE: the object is still ours
+        self._unstage(name)
+        return failures + self._fallback.insert(fitting) if errors else failures
+
+    def _load(self, name: str) -> list[dict[str, Any]]:
+        """Run one load job of a staged object to its end; return its errors (empty: loaded).
+
+        Notes:
+            When jobs.insert fails the job is taken as never created and the object is
+            deleted before the error is raised; once a job exists the object stays until
+            the job is DONE.
+        """
         try:
-            for attempt in range(2):
-                errors = self._load(name)
-                if not errors:
-                    return failures
-                if attempt == 0 and not _transient(errors):
-                    break
-        finally:
+            job = self._start(name)
+        except PlowlineError:
             self._unstage(name)
-        return failures + self._fallback.insert(fitting)
+            raise
+        return self._wait(job)
 
     def _stage(self, name: str, body: bytes) -> None:
         blob = self._bucket.blob(name)
@@ -113,8 +140,8 @@ class FileLoadSink:
                 error=str(error),
             )
 
-    def _load(self, name: str) -> list[dict[str, Any]]:
-        """Run one load job; return its errors (empty when the rows landed)."""
+    def _start(self, name: str) -> bigquery.LoadJob:
+        """Create the load job of a staged object (jobs.insert), or find ours after a lost answer."""
         fields = self._schema.fields()
         config = bigquery.LoadJobConfig(
             source_format=bigquery.SourceFormat.NEWLINE_DELIMITED_JSON,
@@ -128,23 +155,44 @@ class FileLoadSink:
         job_id = f"plowline-load-{uuid.uuid4().hex}"
         with translated(f"load {uri} into {self._table.table_id}"):
             try:
-                job = self._bq.load_table_from_uri(
+                return self._bq.load_table_from_uri(
                     uri, self._table, job_id=job_id, job_config=config, retry=self._retry
                 )
             except gexc.Conflict:
                 # Our retry sent jobs.insert again after its response was lost: the job
                 # exists (the id is ours and new), so wait on it rather than load again.
                 fetched = self._bq.get_job(job_id, location=self._bq.location, retry=self._retry)
-                job = cast(bigquery.LoadJob, fetched)  # the id is a load job's
+                return cast(bigquery.LoadJob, fetched)  # the id is a load job's
+
+    def _wait(self, job: bigquery.LoadJob) -> list[dict[str, Any]]:
+        """Poll jobs.get until the job is DONE; return its errors (empty when the rows landed).
+
+        Raises:
+            PermanentError: jobs.get was refused for good (the job is left as it is).
+        """
+        polls, waited, report_at = 0, 0.0, self._timeout
+        while job.state != "DONE":
             try:
-                job.result(retry=self._retry, timeout=self._timeout)
-            except gexc.GoogleAPICallError as exc:
-                if job.state != "DONE" and not job.errors:
-                    raise
-                return list(job.errors or [{"reason": "invalid", "message": str(exc)}])
+                with translated(f"poll load job {job.job_id}"):
+                    job.reload(retry=self._retry, timeout=self._timeout)
+            except TransientError as error:
+                _log.warning("jobs.get failed; polling the load job again", error=str(error))
+            if job.state == "DONE":
+                break
+            if waited >= report_at:
+                _log.warning("load job still running; waiting on", job=job.job_id, seconds=waited)
+                report_at += self._timeout
+            delay = _poll_delay(polls)
+            self._sleep(delay)
+            polls, waited = polls + 1, waited + delay
         if job.error_result:
             return list(job.errors or [job.error_result])
         return []
+
+
+def _poll_delay(polls: int) -> float:
+    """Return the seconds to wait before poll ``polls + 1``: growing, never above the cap."""
+    return min(_FIRST_POLL * _POLL_GROWTH ** min(polls, 32), _LONGEST_POLL)
 
 
 def _ndjson(row: Row, stamps: set[str], now: str) -> bytes:

@@ -8,7 +8,9 @@ Where the code lives, by what changes together:
                   (``spark.PYSPARK_VERSION``): JVM flags, the rebuilt SPARK_HOME, the py4j
                   converter patch, the preloading worker daemon, the class archive and
                   the workers' heap (GC freezing).
-    source/       Pub/Sub as a Spark source: planning, bounded pulls, leases, acks.
+    source/       Pub/Sub as a Spark source: planning, bounded pulls, leases, acks; the one
+                  rule that settles a message (``settlement``) and the driver's keeper
+                  of the messages that must wait (``holding``).
     partition     what a task does with its partition (``StreamingPartition``);
                   ``compressed_input`` opens its compressed deliveries into chunks;
                   ``record_split``, in exactly-once mode, before the shuffle.
@@ -40,15 +42,35 @@ How a message travels through Spark (``run``), and why:
        planner processes).
     4. Same task: ``source.acking.AckingPartition`` leases the messages (``source.lease``)
        and calls the processor, which runs ``batch.processor.BatchProcessor`` over chunks
-       of at most 500 messages (``partition.process_in_chunks``; ``compressed_input`` opens
-       compressed batches into records): transform, insert into the table, publish bad
-       rows, failed inserts and types. A chunk's deliveries are acked once its writes
-       returned; a transient failure hands the rest back (nacked: redelivered at once).
-    5. The task yields one ``PartitionReport`` (counts, latencies, the error if any).
-       Pickle boundary 3: the reports travel back through the JVM as rows.
-    6. Driver: ``BatchWriter`` collects the reports (the micro-batch's one action: a
-       second would pull other messages), records metrics, and on a transient error
-       backs off and runs the micro-batch again (``streaming``).
+       (``partition.process_in_chunks``; ``compressed_input`` opens compressed batches
+       into records): transform, insert into the table, publish bad rows, failed inserts
+       and types. Chunks are of ``batch.sizes.CHUNK_MESSAGES`` (2,000) records, or
+       ``maxBytesInBatch`` of opened records; in FILE_LOADS one chunk is the whole round
+       (one load job per partition per trigger: ``partition.chunking_for``).
+    5. Settling, by the one rule (``source.settlement.verdict``) from what each message's
+       records became: every record durable, acked in the task; nothing written, nacked
+       (delivered again at once, nothing written twice); some records durable and others
+       waiting (held for a missing schema, or stopped by a transient error or a publish
+       that failed after the insert), parked: the task extends it once more and reports
+       it (``PartitionReport.parked``).
+    6. The task yields one ``PartitionReport`` (counts, latencies, the error if any, the
+       parked messages). Pickle boundary 3: the reports travel back through the JVM as rows.
+    7. Driver: ``BatchWriter`` collects the reports (the micro-batch's one action: a
+       second would pull other messages), records metrics, hands the parked messages to
+       ``source.holding.Holding`` (it keeps them leased, writes only their waiting
+       records when they can be written, acks each once whole, and hands back only what
+       it cannot keep: nothing-written past its byte bound, everything at a stop), and on
+       a transient error backs off and runs the micro-batch again (``streaming``).
+
+Who settles what: the task acks and nacks the messages it read whole; the driver settles
+what the tasks park (``holding``) and, in exactly-once mode, the compressed batches split
+over tasks (``split_settling``, the same rule without parking: the ledger skips what was
+written). Processing (``batch``) never sees an ack id. A retry never replays what an
+earlier attempt settled: a task Spark runs again (``TaskContext.attemptNumber``) or a
+retried action does not take the probe's share again (``source.pulls.retried_action``),
+and a retried exactly-once action skips the ids the first made durable
+(``PartitionReport.durable_ids``). Throughput does not depend on one pull: after the first
+micro-batch every partition pulls on to its budget (``source.pulls.shares``).
 
 Why this shape: the messages never leave the Python worker that pulled them (no Arrow
 round trip through the JVM, no second worker per task), the ack follows the durable
@@ -67,5 +89,5 @@ plain deliveries as above, but not a batch split into records (they are in sever
 tasks): it reports which of its records are durable or held, and the driver, after the
 ``collect()``, acks such a delivery once all of its records are durable, nacks it if one
 is not, or hands it back for the schema hold's retry if one is held
-(``batch.split_acks``, ``source.split_settling``).
+(``source.settlement.split_verdict``, ``source.split_settling``).
 """

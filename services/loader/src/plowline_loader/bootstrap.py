@@ -337,3 +337,13 @@ processor_for: PerProcess[WorkerConfig, BatchProcessor] = PerProcess(build_proce
 
 One per Python worker process: the type tracker's deduplication and the cached table
 schema live as long as the worker (Spark reuses workers between tasks)."""
+
+
+def task_processor(config: WorkerConfig) -> BatchProcessor:
+    """Return this process's ``processor_for(config)``: the factory the driver hands its tasks.
+
+    Notes:
+        A module-level function, so a task's pickled function carries it by reference
+        (``processor_for`` holds a lock and, in the driver, built clients: never pickled).
+    """
+    return processor_for(config)

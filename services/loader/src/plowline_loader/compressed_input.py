@@ -13,13 +13,12 @@ A plain delivery passes through as itself. The failed events are 2.x's
 (``failed_record_bad_row``): the payload is the whole compressed message, base64.
 
 Notes:
-    Every record accounted for, and a delivery acked only when all of its records are
-    durable: ``Chunks.first_unsettled(written)`` is the first delivery with a record in a
-    chunk not yet written, and ``process_in_chunks`` hands back every delivery from there
-    on (a delivery whose records span two chunks is handed back whole if the second was
-    not written: its written records come back too, and are absorbed like any redelivery,
-    by insertId or by the exactly-once ledger). A delivery with no record at all (an
-    empty batch) is acked with those before it.
+    Every record accounted for (``Chunks.accounts``: per delivery, which of its records
+    are durable and which held), and a delivery settled by the one rule of
+    ``source.settlement``: acked once all of its records are durable, nacked when none was
+    written, parked in the driver (never handed back) when some were: a delivery whose
+    records span two chunks, the second not written, keeps its written records written
+    once. A delivery with no record at all (an empty batch) is acked.
     Memory: a chunk closes at ``chunk_size`` items or once the records opened into it
     reach ``max_bytes_in_batch`` bytes (2.x's ``decompression.maxBytesInBatch``, a bound
     on what decompression adds; plain deliveries are held by the partition already and do
@@ -46,6 +45,7 @@ from plowline_core.event.compressed import (
 )
 
 from plowline_loader.batch.failed_events import FailedRecord
+from plowline_loader.source.settlement import RecordAccount
 
 MAX_BYTES_SINGLE_PAYLOAD = 10_000_000
 """2.x's default ``decompression.maxBytesSinglePayload``: the longest record read."""
@@ -91,7 +91,7 @@ def items_of(delivery: PulledMessage, decompression: Decompression) -> Iterator[
 
 
 class Chunks:
-    """A partition's deliveries as chunks of items, read lazily, with where each chunk starts."""
+    """A partition's deliveries as chunks of items, read lazily, with where each item came from."""
 
     def __init__(
         self, deliveries: Sequence[PulledMessage], chunk_size: int, decompression: Decompression
@@ -99,39 +99,59 @@ class Chunks:
         self._deliveries = deliveries
         self._size = chunk_size
         self._decompression = decompression
-        self._starts: list[int] = []  # per chunk made: the index of its first item's delivery
-        self._exhausted = False
-        self._reading = 0  # the delivery being read
+        self._made: list[list[tuple[int, str]]] = []  # per chunk: (delivery index, item id)
+        self._records: dict[int, int] = {}  # per delivery read to its end: its item count
 
     def __iter__(self) -> Iterator[list[Item]]:
         """Yield the chunks in order (once)."""
         chunk: list[Item] = []
+        made: list[tuple[int, str]] = []
         opened = 0  # decompressed bytes in ``chunk``
-        start = 0
         for index, delivery in enumerate(self._deliveries):
-            self._reading = index
+            count = 0
             for item in items_of(delivery, self._decompression):
-                if not chunk:
-                    start = index
                 chunk.append(item)
+                made.append((index, item.message_id))
+                count += 1
                 if item is not delivery:
                     opened += len(item.data) if type(item) is PulledMessage else 0
                 if len(chunk) >= self._size or opened >= self._decompression.max_bytes_in_batch:
-                    self._starts.append(start)
+                    self._made.append(made)
                     yield chunk
-                    chunk, opened = [], 0
+                    chunk, made, opened = [], [], 0
+            self._records[index] = count
         if chunk:
-            self._starts.append(start)
+            self._made.append(made)
             yield chunk
-        self._exhausted = True
 
-    def first_unsettled(self, written: int) -> int:
-        """Return the index of the first delivery not wholly in the first ``written`` chunks.
+    def accounts(
+        self, written: int, not_durable: frozenset[str], held: frozenset[str]
+    ) -> list[RecordAccount]:
+        """Return an account per delivery of what its records in the first ``written`` chunks became.
 
         Notes:
-            Past the chunks made: the delivery being read (it may be partly read), or,
-            once every delivery was read, none.
+            A record of a written chunk is durable unless its id is in ``not_durable``
+            (its publish failed: ``PartlyDelivered``) or in ``held`` (it waits for a
+            schema). A delivery not read to its end has no known record count, so it is
+            never all durable. Record indices are the items' positions in their delivery.
         """
-        if written < len(self._starts):
-            return self._starts[written]
-        return len(self._deliveries) if self._exhausted else self._reading
+        durable: dict[int, set[int]] = {}
+        waiting: dict[int, set[int]] = {}
+        position: dict[int, int] = {}
+        for number, made in enumerate(self._made):
+            for owner, item_id in made:
+                record = position.get(owner, 0)
+                position[owner] = record + 1
+                if number >= written or item_id in not_durable:
+                    continue
+                (waiting if item_id in held else durable).setdefault(owner, set()).add(record)
+        return [
+            RecordAccount(
+                delivery.ack_id,
+                delivery.subscription,
+                self._records.get(index),
+                frozenset(durable.get(index, ())),
+                frozenset(waiting.get(index, ())),
+            )
+            for index, delivery in enumerate(self._deliveries)
+        ]

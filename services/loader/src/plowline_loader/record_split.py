@@ -18,7 +18,7 @@ two tasks at once, both committing. So the ``pubsub-records`` source
 A task then rebuilds each record as the ``PulledMessage`` ``compressed_input`` would have
 made (message id ``<id>#<n>``) and tracks, per split delivery, which records it holds
 (``SplitTracker``): it never acks a split delivery itself, it reports a
-``batch.split_acks.RecordAccount`` and the driver settles it.
+``source.settlement.RecordAccount`` and the driver settles it.
 
 Notes:
     Memory: a batch is read twice, streaming both times (``read_batch``), never held
@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from plowline_cloud.pubsub.pulled import PulledMessage, pulled_of_row
 from plowline_core.event.compressed import Record, compression_of, read_batch
 
-from plowline_loader.batch.split_acks import RecordAccount
 from plowline_loader.compressed_input import Decompression
+from plowline_loader.source.settlement import RecordAccount
 
 if TYPE_CHECKING:
     from pyspark.sql import Row
@@ -142,20 +142,31 @@ class SplitTracker:
         """The ack ids of the split deliveries seen so far."""
         return frozenset(self._held)
 
-    def messages(self, rows: Iterable[Row]) -> Iterator[PulledMessage]:
-        """Yield the ``records`` source's rows as deliveries, a record as ``<id>#<n>``."""
+    def messages(
+        self, rows: Iterable[Row], skip: frozenset[str] = frozenset()
+    ) -> Iterator[PulledMessage]:
+        """Yield the ``records`` source's rows as deliveries, a record as ``<id>#<n>``.
+
+        Notes:
+            A row whose id is in ``skip`` (durable in an earlier attempt of the same
+            action: ``streaming``) is not yielded; a record of a split delivery is still
+            counted among its delivery's records, as durable.
+        """
         for row in rows:
             message = pulled_of_row(row)
             record = row["record"]
             if record is None:
-                yield message
+                if message.message_id not in skip:
+                    yield message
                 continue
             held = self._held.get(message.ack_id)
             if held is None:
                 held = _Held(message.subscription, message.message_id, row["records"], [])
                 self._held[message.ack_id] = held
             held.indices.append(record)
-            yield message._replace(message_id=f"{message.message_id}#{record}")
+            record_id = f"{message.message_id}#{record}"
+            if record_id not in skip:
+                yield message._replace(message_id=record_id)
 
     def accounts(
         self, not_durable: Collection[str], held_ids: Collection[str]

@@ -48,7 +48,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 import structlog
 from plowline_cloud.liveness import ProgressWatch
@@ -61,14 +62,18 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from plowline_loader.batch.event_key import EVENT_ID_INDEX
 from plowline_loader.batch.outcome import BatchOutcome
-from plowline_loader.bootstrap import WorkerConfig
+from plowline_loader.bootstrap import WorkerConfig, processor_for, task_processor
 from plowline_loader.health import Readiness
 from plowline_loader.metrics import LoaderMetrics
 from plowline_loader.partition import PartitionReport, StreamingPartition
+from plowline_loader.source.holding import Holding
 from plowline_loader.source.processing import register_processing_source, report_of
 from plowline_loader.source.pulls import ATTEMPT_PROPERTY, TASK_SECONDS
 from plowline_loader.source.record_source import RECORDS_FORMAT, register_record_source
 from plowline_loader.source.split_settling import settle_split
+
+if TYPE_CHECKING:
+    from plowline_cloud.pubsub.subscription import Subscription
 
 _log = structlog.get_logger("plowline.loader")
 
@@ -175,8 +180,10 @@ class BatchWriter:
         metrics: LoaderMetrics | None = None,
         observer: Callable[[BatchOutcome], None] | None = None,
         watch: ProgressWatch | None = None,
+        holding: Holding | None = None,
     ) -> None:
         self._partition = partition
+        self._holding = holding
         self._watch = watch
         self._observer = observer
         self._settings = settings
@@ -209,23 +216,22 @@ class BatchWriter:
     def _until_done(self, frame: DataFrame, batch_id: int) -> None:
         """Run the batch until it goes through (progress) or the loader stops (no progress)."""
         attempt = job_failures = runs = 0
+        durable: set[str] = set()  # exactly-once: ids an earlier attempt made durable
         while True:
             started, runs = time.monotonic(), runs + 1
             try:
-                reports = self._run(frame, runs - 1)
+                reports = self._run(frame, runs - 1, frozenset(durable))
             except (Py4JJavaError, CapturedException) as failure:
                 job_failures += 1
                 if job_failures > MAX_JOB_FAILURES:
                     raise
                 self.job_failures += 1
                 reports = [PartitionReport(transient_error=_job_failure(failure), executor="")]
+            for report in reports:
+                durable.update(report.durable_ids)
             self._settle_split(reports)
             errors = self._record(reports, time.monotonic() - started)
-            held = sum(len(report.held_acks) for report in reports)
-            held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
-            self._readiness.holding(held_schemas, held)
-            if self._metrics is not None:
-                self._metrics.holding(held_schemas, held)
+            self._hold(reports)
             if not errors:
                 self._readiness.recovered()
                 self._settled(progress=True)
@@ -258,16 +264,39 @@ class BatchWriter:
         if settled.unsettled and self._metrics is not None:
             self._metrics.unsettled_acks.inc(settled.unsettled)
 
+    def _hold(self, reports: list[PartitionReport]) -> None:
+        """Hand the parked deliveries to the holding; show what waits for which schema."""
+        held_schemas = frozenset().union(*(r.outcome.held_schemas for r in reports))
+        held = sum(len(r.outcome.held_ids) for r in reports)
+        if self._holding is not None:
+            for report in reports:
+                self._holding.take(report.parked, report.outcome.held_schemas)
+            kept_schemas, kept = self._holding.held
+            held_schemas, held = held_schemas | kept_schemas, max(held, kept)
+        self._readiness.holding(held_schemas, held)
+        if self._metrics is not None:
+            self._metrics.holding(held_schemas, held)
+
     def _settled(self, progress: bool) -> None:
         watch = self._watch
         if watch is not None:
             (watch.progressed if progress else watch.gave_back)()
 
-    def _run(self, frame: DataFrame, attempt: int) -> list[PartitionReport]:
-        """Run the batch's one action, attempt ``attempt`` (0, 1, …); return the reports."""
+    def _run(
+        self, frame: DataFrame, attempt: int, durable: frozenset[str]
+    ) -> list[PartitionReport]:
+        """Run the batch's one action, attempt ``attempt`` (0, 1, …); return the reports.
+
+        Notes:
+            Exactly-once: a retried action runs the first attempt's rows again (Spark
+            reuses the shuffle), so it skips the ids an earlier attempt made durable
+            (``durable``): their bad rows are not published again, nor their events
+            counted again (issue 37, finding 6).
+        """
         frame.sparkSession.sparkContext.setLocalProperty(ATTEMPT_PROPERTY, str(attempt))
         if self._keyed:
-            return list(frame.rdd.mapPartitions(self._partition.from_rows).collect())
+            partition = replace(self._partition, skip=durable) if durable else self._partition
+            return list(frame.rdd.mapPartitions(partition.from_rows).collect())
         return [report_of(row) for row in frame.collect()]
 
     def stop(self, timeout_s: float) -> bool:
@@ -277,6 +306,17 @@ class BatchWriter:
         if finished:
             self._busy.release()
         return finished
+
+    def record_held(self, outcome: BatchOutcome) -> None:
+        """Count what the holding wrote of parked deliveries (its observer)."""
+        self.totals = self.totals.merge(outcome.without_latencies())
+        if self._observer is not None:
+            self._observer(outcome)
+        if self._metrics is not None:
+            self._metrics.record(outcome, 0)
+        if outcome.events_in:
+            _log.info("parked events loaded", events=outcome.events_in, good=outcome.good)
+            self._hold([])  # what still waits, for /readyz and /metrics
 
     def _record(self, reports: list[PartitionReport], duration_s: float) -> list[str]:
         outcome = BatchOutcome()
@@ -333,11 +373,13 @@ class StreamingLoader:
         self._settings = settings
         self.readiness = readiness or Readiness()
         self._partition = StreamingPartition(
-            config, settings.ack_deadline_s, settings.lease_interval_s
+            config, task_processor, settings.ack_deadline_s, settings.lease_interval_s
         )
+        self.holding = holding_for(config, settings)
         self.writer = BatchWriter(
-            self._partition, settings, self.readiness, metrics, observer, watch
+            self._partition, settings, self.readiness, metrics, observer, watch, self.holding
         )
+        self.holding.observe(self.writer.record_held)
         self._query: StreamingQuery | None = None
 
     @property
@@ -394,6 +436,8 @@ class StreamingLoader:
         clean = self.writer.stop(grace_s)
         if self._query is not None:
             self._query.stop()
+        self.holding.retry_due(everything=True)  # a last chance before handing back
+        self.holding.release()
         _log.info(
             "loader stopped",
             clean=clean,
@@ -401,6 +445,27 @@ class StreamingLoader:
             **_counts(self.writer.totals),
         )
         return clean
+
+
+def holding_for(config: WorkerConfig, settings: StreamSettings) -> Holding:
+    """Return the driver's holding of parked deliveries, over the config's Pub/Sub and sink."""
+    subscriptions: dict[str, Subscription] = {}
+
+    def subscription(path: str) -> Subscription:
+        from plowline_cloud.pubsub.subscription import Subscription
+
+        if path not in subscriptions:
+            subscriptions[path] = Subscription(path, config.pubsub_emulator_host)
+        return subscriptions[path]
+
+    return Holding(
+        subscription,
+        lambda: processor_for(config),
+        ack_deadline_s=settings.ack_deadline_s,
+        lease_interval_s=settings.lease_interval_s,
+        retry_s=float(config.schema_hold.retry_s),
+        decompression=config.decompression,
+    )
 
 
 def _job_failure(failure: Exception) -> str:

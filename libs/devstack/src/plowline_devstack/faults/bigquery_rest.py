@@ -14,13 +14,19 @@ correction or the emulator:
   applied, then answered 503 ``backendError`` instead of its result. A retried insertAll
   is then de-duplicated by insertId (the ``insert-id-dedup`` correction, within its
   window); a retried jobs.insert finds its job id taken.
+* ``slow-load-job``: a load job's jobs.insert is answered at once with the job
+  ``RUNNING`` (nothing run yet), and jobs.get answers the same for ``seconds``; then the
+  job runs as the emulator runs it (reading its ``gs://`` sources then, so a source
+  deleted meanwhile fails it) and jobs.get answers the emulator's ``DONE`` job. Another
+  jobs.insert with the id of a job still running answers 409 ``duplicate``.
 
 The same entries note the columns each successful tables.patch/update adds, for the Write
 API's ``schema-propagation-delay`` (:func:`record_widening`, read by :mod:`.bigquery_write`).
 
 Routes (``FAULTED_ROUTES``): insertAll; tables.get/patch/update; jobs.insert, jobs.get,
 jobs.query, jobs.getQueryResults. Creating datasets and tables, listing and reading rows
-(tabledata.list) are never faulted, so a stack always provisions.
+(tabledata.list) are never faulted, so a stack always provisions. A slow job is known to
+jobs.get alone while it runs (jobs.list and jobs.cancel see it once it is DONE).
 
 Each fault draws from its own generator seeded with the plan's seed and its name: the same
 seed and the same calls fail the same way. The error bodies are BigQuery's JSON error
@@ -33,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +55,7 @@ STREAM_BROKEN = "append-stream-broken-after-apply"
 PROPAGATION_DELAY = "schema-propagation-delay"
 ROW_ERRORS_THEN_INTERNAL = "append-row-errors-then-internal"
 COMMIT_INVALID_STATE = "commit-invalid-stream-state"
+SLOW_LOAD_JOB = "slow-load-job"
 BACKEND_MESSAGE = (
     "An internal error occurred and the request could not be completed. This is usually "
     "caused by a transient issue. Retrying the job with back-off as described in the "
@@ -60,13 +67,15 @@ RATE_LIMIT_MESSAGE = (
 
 _PROJECT = "/bigquery/v2/projects/{project}"
 _TABLE = _PROJECT + "/datasets/{dataset}/tables/{table}"
+_JOBS = _PROJECT + "/jobs"
+_JOB = _PROJECT + "/jobs/{job}"
 FAULTED_ROUTES: tuple[tuple[str, str], ...] = (
     ("POST", _TABLE + "/insertAll"),
     ("GET", _TABLE),
     ("PATCH", _TABLE),
     ("PUT", _TABLE),
-    ("POST", _PROJECT + "/jobs"),
-    ("GET", _PROJECT + "/jobs/{job}"),
+    ("POST", _JOBS),
+    ("GET", _JOB),
     ("POST", _PROJECT + "/queries"),
     ("GET", _PROJECT + "/queries/{job}"),
 )
@@ -77,7 +86,7 @@ _WRITES = frozenset(
         ("POST", _TABLE + "/insertAll"),
         ("PATCH", _TABLE),
         ("PUT", _TABLE),
-        ("POST", _PROJECT + "/jobs"),
+        ("POST", _JOBS),
     }
 )
 
@@ -86,6 +95,7 @@ def error_reply(status: int, reason: str, message: str) -> Reply:
     """Return BigQuery's JSON error for ``status`` with one error of ``reason``."""
     grpc_status = {
         403: "PERMISSION_DENIED",
+        409: "ALREADY_EXISTS",
         429: "RESOURCE_EXHAUSTED",
         500: "INTERNAL",
         503: "UNAVAILABLE",
@@ -186,6 +196,107 @@ async def _forward_noting_widening(exchange: Exchange, method: str) -> Reply:
     return reply
 
 
+JobKey = tuple[str, str]
+_running: MutableMapping[JobKey, dict[str, Any]] = {}
+"""Per (project, job id): the resource jobs.get answers while a slow load job runs.
+
+Notes:
+    Touched only by the REST handlers, on the server's one event loop (no lock needed).
+"""
+_finishing: set[asyncio.Task[None]] = set()  # the event loop keeps only weak references
+
+
+def _job_id(exchange: Exchange) -> str | None:
+    body: Any = exchange.json()
+    reference = body.get("jobReference") if isinstance(body, dict) else None
+    job_id = reference.get("jobId") if isinstance(reference, dict) else None
+    return str(job_id) if job_id else None
+
+
+def _is_load(exchange: Exchange) -> bool:
+    body: Any = exchange.json()
+    config = body.get("configuration") if isinstance(body, dict) else None
+    return isinstance(config, dict) and "load" in config
+
+
+def _running_resource(project: str, job_id: str, configuration: Any) -> dict[str, Any]:
+    """Return the job resource BigQuery answers for a load job that has not ended."""
+    started = str(int(time.time() * 1000))
+    return {
+        "kind": "bigquery#job",
+        "id": f"{project}:{job_id}",
+        "jobReference": {"projectId": project, "jobId": job_id, "location": "US"},
+        "configuration": configuration,
+        "status": {"state": "RUNNING"},
+        "statistics": {"creationTime": started, "startTime": started},
+    }
+
+
+def _ended(running: dict[str, Any], reply: Reply) -> dict[str, Any] | None:
+    """Return the resource of a job the emulator refused to run, None when it ran it.
+
+    Notes:
+        A job BigQuery accepted always ends: a refusal the emulator would have answered at
+        jobs.insert (a bad configuration) becomes the job's ``errorResult``.
+    """
+    if 200 <= reply.status < 300:
+        return None  # the emulator's catalogue holds the job now, DONE
+    error: Any = reply.json()
+    detail = error.get("error", {}) if isinstance(error, dict) else {}
+    reasons = detail.get("errors") or [{}]
+    result = {
+        "reason": str(reasons[0].get("reason") or "backendError"),
+        "message": str(detail.get("message") or BACKEND_MESSAGE),
+    }
+    return {**running, "status": {"state": "DONE", "errorResult": result, "errors": [result]}}
+
+
+async def _finish_later(exchange: Exchange, key: JobKey, seconds: float) -> None:
+    """Run the load job after ``seconds``; until it has run, jobs.get answers RUNNING."""
+    await asyncio.sleep(seconds)
+    reply = backend_error()  # a job the emulator failed to run at all ends in backendError
+    try:
+        reply = await exchange.forward(exchange.body)
+    finally:
+        ended = _ended(_running[key], reply)
+        if ended is None:
+            del _running[key]
+        else:
+            _running[key] = ended
+
+
+def _start_slowly(exchange: Exchange, job_id: str, seconds: float) -> Reply:
+    """Answer jobs.insert with the job RUNNING and run it ``seconds`` later."""
+    project = exchange.params["project"]
+    body: Any = exchange.json()
+    running = _running_resource(project, job_id, body.get("configuration"))
+    _running[(project, job_id)] = running
+    task = asyncio.get_running_loop().create_task(
+        _finish_later(exchange, (project, job_id), seconds)
+    )
+    _finishing.add(task)
+    task.add_done_callback(_finishing.discard)
+    return Reply.of_json(200, running)
+
+
+async def _insert_job(exchange: Exchange, faults: BigQueryFaults) -> Reply:
+    """jobs.insert: a load job may run slowly (``slow-load-job``); others go on at once."""
+    project, job_id = exchange.params["project"], _job_id(exchange)
+    if job_id is not None and (project, job_id) in _running:
+        message = f"Already Exists: Job {project}:US.{job_id}"
+        return error_reply(409, "duplicate", message)
+    seconds = faults.param(SLOW_LOAD_JOB, "seconds")
+    if (
+        job_id is not None
+        and seconds is not None
+        and _is_load(exchange)
+        and exchange.context.catalog.get_job(project, job_id) is None  # taken: 409 follows
+        and faults.draw(SLOW_LOAD_JOB)
+    ):
+        return _start_slowly(exchange, job_id, seconds)
+    return await exchange.forward(exchange.body)
+
+
 def _entry(method: str, path: str) -> Correction:
     write = (method, path) in _WRITES
 
@@ -199,7 +310,14 @@ def _entry(method: str, path: str) -> Correction:
         if faults.draw(TIMEOUT):
             await asyncio.sleep(faults.hang_seconds)
             return backend_error()
-        reply = await _forward_noting_widening(exchange, method)
+        if path == _JOB:
+            running = _running.get((exchange.params["project"], exchange.params["job"]))
+            if running is not None:
+                return Reply.of_json(200, running)
+        if (method, path) == ("POST", _JOBS):
+            reply = await _insert_job(exchange, faults)
+        else:
+            reply = await _forward_noting_widening(exchange, method)
         if write and 200 <= reply.status < 300 and faults.draw(RESPONSE_LOST):
             return backend_error()
         return reply

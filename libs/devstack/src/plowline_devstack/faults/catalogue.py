@@ -155,6 +155,23 @@ CATALOGUE: tuple[FaultSpec, ...] = (
     ),
     FaultSpec(
         "bigquery",
+        "slow-load-job",
+        "a load job runs for a while: jobs.insert and then jobs.get answer it RUNNING, for "
+        "minutes under load, before it is DONE; BigQuery may read the source objects at any "
+        "time until then, and the rows appear only when it is DONE",
+        {
+            "rate": _rate("load jobs that run slowly"),
+            "seconds": Param(
+                30.0,
+                0.1,
+                3600.0,
+                "how long such a job stays RUNNING, seconds (it reads "
+                "its sources and commits its rows at the end)",
+            ),
+        },
+    ),
+    FaultSpec(
+        "bigquery",
         "append-stream-broken-after-apply",
         "Storage Write API: an AppendRows request is applied, then the stream fails with "
         "UNAVAILABLE before its response; a blind re-send without offsets appends twice",

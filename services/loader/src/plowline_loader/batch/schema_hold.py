@@ -4,8 +4,10 @@ Loader 2.x, with ``exitOnMissingIgluSchema: true`` (its default), exits when a b
 a schema no registry has, and restarts for ever until the schema is published. plowline
 keeps loading instead, and holds only the events that need the missing schema:
 
-    schema missing, message published less than ``bound_s`` ago   held: not acked, handed
-                                                                    back to come again later
+    schema missing, message published less than ``bound_s`` ago   held: not acked; the
+                                                                    driver keeps it leased
+                                                                    and tries it again
+                                                                    (``source.holding``)
     schema missing, published ``bound_s`` ago or more              loader_iglu_error
     ``exitOnMissingIgluSchema: false``, or a line from a file       loader_iglu_error at once
 
@@ -38,7 +40,7 @@ MAX_BOUND_S = 6 * 24 * 3600.0
 """The longest bound accepted: 6 days, inside Pub/Sub's default 7-day retention."""
 
 RETRY_S = 60
-"""Seconds before a held message is delivered again (its ack deadline is set to this)."""
+"""Seconds between the driver's tries of a held record (``source.holding``)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -49,7 +51,7 @@ class SchemaHold:
 
     enabled: bool = False
     bound_s: float = DEFAULT_BOUND_S
-    retry_s: int = RETRY_S  # seconds before a held message is delivered again
+    retry_s: int = RETRY_S  # seconds between the driver's tries of a held record
 
     def missing(self, bad: BadRow, published_us: int | None, now: datetime) -> Sequence[str]:
         """Return the missing schemas to hold ``bad``'s message for, or none to fail it now."""

@@ -14,11 +14,11 @@ Notes:
     source's ``read()``, or exactly-once mode's ``mapPartitions``): it collects the
     partition's messages (bounded by the source's per-partition budgets), starts a lease
     extender over their ack ids, calls the processor, then acks every ack id the processor
-    did not hand back, and nacks the ones it did (redelivered at once); the ones it hands
-    back for later (``HandBack.later``) get that ack deadline instead (redelivered then);
-    the ones it keeps (``HandBack.kept``: exactly-once mode's compressed deliveries split
-    over several tasks) it leaves alone, leased until then, for the driver to settle
-    (``split_settling``). If the processor raises, every ack id of the partition is
+    did not hand back, and nacks the ones it did (redelivered at once); the ones it keeps
+    (``HandBack.kept``: parked deliveries, and exactly-once mode's compressed deliveries
+    split over several tasks) it extends once more (``KEPT_LEASE_S``) and leaves for
+    the driver to settle (``holding``, ``split_settling``). Which is which is the one
+    rule of ``settlement``; this class only carries it out. If the processor raises, every ack id of the partition is
     nacked and the error propagates, so the task fails and Spark retries or stops the
     query: the messages come back, none is lost.
     The processor must only return after its writes are durable (insert returned,
@@ -57,17 +57,18 @@ _D = TypeVar("_D", bound=AckHandle)
 
 @dataclass(frozen=True, slots=True)
 class HandBack:
-    """What a processor hands back: ``now`` is nacked (delivered again at once), ``later``
-    gets an ack deadline of ``later_s`` seconds (delivered again then), ``kept`` is left to
-    the caller (neither acked nor nacked here, whatever else names it); the rest is acked."""
+    """What a processor hands back: ``now`` is nacked (delivered again at once), ``kept``
+    is extended and left to the driver (neither acked nor nacked here, whatever else names
+    it); the rest is acked."""
 
     now: Collection[str] = ()
-    later: Collection[str] = ()
-    later_s: int = 60
     kept: Collection[str] = ()
 
 
 PartitionProcessor = Callable[[list[_D]], Collection[str] | HandBack | None]
+
+KEPT_LEASE_S = 120
+"""Lease on a kept delivery until the driver takes it (beyond a long-lived task's end)."""
 
 ACK_ATTEMPTS = 3
 """Tries of one settling call (ack or nack of a subscription's ids) before it is given up."""
@@ -80,7 +81,7 @@ class Settlement:
     acked: int = 0
     nacked: int = 0
     unsettled: int = 0  # ack ids whose ack or nack kept failing (they come back on their own)
-    later: int = 0  # ack ids handed back for later (``HandBack.later``)
+    later: int = 0  # ack ids handed back for later (their ack deadline set: ``split_settling``)
 
 
 @dataclass(frozen=True)
@@ -124,22 +125,23 @@ class AckingPartition(Generic[_D]):
             hand_back = returned if isinstance(returned, HandBack) else HandBack(returned or ())
             kept = frozenset(hand_back.kept)
             not_durable = frozenset(hand_back.now) - kept
-            later = frozenset(hand_back.later) - not_durable - kept
             settlement = Settlement()
             for path, ids in ack_ids.items():
                 subscription = subscriptions[path]
-                done = [i for i in ids if i not in not_durable and i not in later and i not in kept]
+                done = [i for i in ids if i not in not_durable and i not in kept]
                 undone = [i for i in ids if i in not_durable]
-                delayed = [i for i in ids if i in later]
+                extended = [i for i in ids if i in kept]
                 failed_acks = settle(subscription.ack, "ack", path, done)
                 failed_nacks = settle(subscription.nack, "nack", path, undone)
-                later_call = partial(modack, subscription, hand_back.later_s)
-                failed_later = settle(later_call, "modack", path, delayed)
+                # Leased until the driver takes them over, after the task's last round (a
+                # long-lived task reports at its end); one that fails leaves the lease of
+                # the last extension (at least two thirds of a deadline).
+                extend = partial(modack, subscription, max(self.ack_deadline_s, KEPT_LEASE_S))
+                settle(extend, "modack", path, extended)
                 settlement = Settlement(
                     settlement.acked + len(done) - failed_acks,
                     settlement.nacked + len(undone) - failed_nacks,
-                    settlement.unsettled + failed_acks + failed_nacks + failed_later,
-                    settlement.later + len(delayed) - failed_later,
+                    settlement.unsettled + failed_acks + failed_nacks,
                 )
             return settlement
 

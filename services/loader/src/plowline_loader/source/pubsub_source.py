@@ -19,17 +19,15 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
   how much is there. The probed messages are not nacked (that would inflate their
   delivery attempts): they are dealt round-robin into the partitions' descriptors and
   count against their budgets.
-- **A batch is shared (``pulls.shares``).** A probe that got fewer messages than it asked
-  for is the micro-batch, and so is the query's first probe (its tasks start cold, seconds
-  apart): each partition processes its share and pulls nothing more, so no task takes a
-  small backlog, or a steady stream, all alone (the first task to start used to). After
-  a full probe (a backlog) each partition pulls on up to its budget; what a task that
-  starts much later (an executor replaced mid-run) gets beyond its share then depends on
-  what is left. One partition always pulls on (Pub/Sub may answer short with a backlog).
+- **A batch is shared (``pulls.shares``).** The probe is dealt evenly over the partitions,
+  and each then pulls on up to its budget, whatever the probe's size (a short answer from
+  Pub/Sub says nothing about the backlog). The query's first probe is its micro-batch
+  (its tasks start cold, seconds apart): each partition processes its share and pulls
+  nothing more, so no task takes a small backlog all alone (the first task to start used
+  to). One partition always pulls on.
 - **Long-lived tasks (``taskSeconds`` > 0).** A partition that pulls on reads slice after
-  slice for that long (``pulls.TaskRounds``), and pulls on after a short probe too (but
-  in the first batch): under a steady stream the driver plans a micro-batch once per
-  ``taskSeconds``, not once a second. The process function reads each slice to its end
+  slice for that long (``pulls.TaskRounds``): under a steady stream the driver plans a
+  micro-batch once per ``taskSeconds``, not once a second. The process function reads each slice to its end
   before the next is pulled. 0 (the default of this source): one slice a task.
 - **Executors pull.** ``partitions(start, end)`` returns ``numPartitions`` picklable
   descriptors (subscription, endpoint, share, budgets, timeouts). ``read()`` pulls on the
@@ -59,9 +57,10 @@ Semantics (Pub/Sub has no offsets and cannot replay, so this source does not pre
 - **Restarts.** A committed batch is never re-run. An uncommitted batch in the offset log
   is re-planned on restart with the same ``{"batch": n}`` range and ``read()`` runs again:
   it pulls whatever Pub/Sub offers now (fresh and redelivered messages alike), which is
-  correct because no message was acked by the failed run. A task retry pulls afresh
-  and replays its partition's share of the probe (nacked when the task failed); the
-  driver's retry of the action pulls afresh without it (``pulls.retried_action``).
+  correct because no message was acked by the failed run. A retry, Spark's of a task or
+  the driver's of the action, pulls afresh without its partition's share of the probe
+  (``pulls.retried_action``): the first run acked it, nacked it, or died (its leases
+  lapse and Pub/Sub delivers it again).
 
 Pitfalls for callers: run exactly one action on the micro-batch DataFrame (every action
 re-runs ``read()`` over the same partitions, pulling other messages), and never filter rows out before the acking sink (a dropped row is never
@@ -213,7 +212,6 @@ def to_record_batch(
 class _Probe:
     end: int
     messages: list[PulledMessage]
-    asked: int
 
 
 class PubSubStreamReader(DataSourceStreamReader):
@@ -252,7 +250,7 @@ class PubSubStreamReader(DataSourceStreamReader):
             probed = subscription.pull(1, self.options.pull_timeout_s)
             if not probed:
                 return start
-            asked = self._probe_rest(subscription, probed)
+            self._probe_rest(subscription, probed)
             # Planning and starting the batch's tasks can outlast a short ack deadline (on
             # a cluster, executors' cold Python workers took > 10 s): the probe would then
             # be redelivered to another partition of the same batch, a duplicate. So it is
@@ -267,16 +265,16 @@ class PubSubStreamReader(DataSourceStreamReader):
                 error=str(error),
             )
             return start
-        self._probe = _Probe(following, probed, asked)
+        self._probe = _Probe(following, probed)
         return {"batch": following}
 
-    def _probe_rest(self, subscription: Subscription, probed: list[PulledMessage]) -> int:
-        """Pull the rest of the probe into ``probed`` (one pull); return how many it asked for.
+    def _probe_rest(self, subscription: Subscription, probed: list[PulledMessage]) -> None:
+        """Pull the rest of the probe into ``probed`` (one pull).
 
         Notes:
-            One quick pull (``DRAIN_TIMEOUT_S``) of up to ``probe_size`` messages: how
-            much is there, for the share rule (``shares``). A refusal past its retries
-            keeps the probe at its one message (asked: 1, so every partition pulls on).
+            One quick pull (``DRAIN_TIMEOUT_S``) of up to ``probe_size`` messages, dealt
+            over the partitions (``shares``). A refusal past its retries keeps the probe
+            at its one message.
         """
         opts = self.options
         asked = probe_size(
@@ -292,8 +290,6 @@ class PubSubStreamReader(DataSourceStreamReader):
                 _log.warning(
                     "probe's second pull refused: planned on one message", error=str(error)
                 )
-                return 1
-        return asked
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[PubSubPartition]:
         """Return ``numPartitions`` descriptors for a non-empty range, none for an empty one.
@@ -308,15 +304,11 @@ class PubSubStreamReader(DataSourceStreamReader):
             return []
         opts = self.options
         probed: list[PulledMessage] = []
-        asked = 0  # no probe: every partition pulls on up to its budget
         if self._probe is not None and self._probe.end == end["batch"]:
-            probed, asked = self._probe.messages, self._probe.asked
+            probed = self._probe.messages
             self._probe = None
         first, self._planned = not self._planned and bool(probed), True
-        long_lived = opts.task_seconds > 0
-        dealt = shares(
-            probed, asked, opts.num_partitions, opts.max_messages_per_partition, first, long_lived
-        )
+        dealt = shares(probed, opts.num_partitions, opts.max_messages_per_partition, first)
         return [
             PubSubPartition(
                 index=index,

@@ -108,37 +108,25 @@ def probe_size(partitions: int, max_messages: int, max_bytes: int, first: int) -
 
 
 def shares(
-    probed: Sequence[_M],
-    asked: int,
-    partitions: int,
-    max_messages: int,
-    first: bool = False,
-    long_lived: bool = False,
+    probed: Sequence[_M], partitions: int, max_messages: int, first: bool = False
 ) -> list[tuple[tuple[_M, ...], int]]:
     """Return each partition's (share of the probe's messages, message budget).
 
     Notes:
-        Pure. The share rule, which spreads a micro-batch over its partitions however
-        their tasks' starts are skewed: the probe's messages are dealt round-robin (no
-        two shares differ by more than one message). A probe that came back with fewer
-        messages than it ``asked`` for is what Pub/Sub had to offer: each partition's
-        budget is then its share, so it pulls nothing more and no partition takes more
-        than its share of what was there (before, the first task to start pulled a
-        backlog smaller than one pull all alone, and then tailed a steady stream up to
-        its budget). So is the query's ``first`` micro-batch, full probe or not: its
-        tasks start cold, seconds apart on a cluster, and the first would pull the
-        backlog alone (the demo on two executors: 1,500 and 500 of 2,000). A full
-        probe after that means a backlog, met by warm tasks pulling side by side: every
-        partition pulls on up to ``max_messages``. One partition keeps ``max_messages``
-        always: there is nothing to share, and Pub/Sub may return fewer messages than
-        asked for even with a backlog, so a short probe must not cut its batch.
-        Long-lived tasks (``long_lived``) pull on after a short probe too (all but the
-        ``first`` batch's): they run side by side for their ``task_seconds``, so a steady
-        stream is shared by pulling, and a batch of one probe's share each would plan a
-        micro-batch a second.
+        Pure. The probe's messages are dealt round-robin (no two shares differ by more
+        than one message), so every task starts with work however skewed their starts.
+        Every partition then pulls on up to ``max_messages``, whatever the probe's size:
+        Pub/Sub answers a pull with fewer messages than asked for whenever it likes (the
+        local stack at 4 MiB a response), so the size of one pull says nothing about the
+        backlog, and a batch cut to the probe capped the modes whose tasks read one slice
+        (FILE_LOADS, exactly-once) at one pull a trigger (issue 37, finding 1). The one
+        exception is the query's ``first`` micro-batch: its tasks start cold, seconds
+        apart on a cluster, and the first to start would pull the backlog alone (the demo
+        on two executors: 1,500 and 500 of 2,000); that batch is its probe, once.
+        One partition keeps ``max_messages`` always: there is nothing to share.
     """
     dealt = [tuple(probed[index::partitions]) for index in range(partitions)]
-    pulls_on = partitions == 1 or (not first and (long_lived or len(probed) >= asked))
+    pulls_on = partitions == 1 or not first
     return [(share, max(max_messages, len(share)) if pulls_on else len(share)) for share in dealt]
 
 
@@ -147,19 +135,29 @@ ATTEMPT_PROPERTY = "plowline.attempt"
 
 
 def retried_action() -> bool:
-    """Say whether this task belongs to a micro-batch's retried action (``ATTEMPT_PROPERTY``).
+    """Say whether this task retries a run of its partition: the driver's or Spark's own retry.
 
     Notes:
-        Read in a task; outside one (no ``TaskContext``) it is no retry. The driver sets
-        the property on the thread that runs the action (``streaming.BatchWriter``):
-        Spark hands a job's local properties to each of its tasks.
+        Read in a task; outside one (no ``TaskContext``) it is no retry. Two retries are
+        seen: the driver's retry of a micro-batch's action (``ATTEMPT_PROPERTY``, set on
+        the thread that runs the action by ``streaming.BatchWriter``: Spark hands a job's
+        local properties to each of its tasks), and a task Spark runs again by itself
+        (``attemptNumber() > 0``: a lost executor, a failed task under
+        ``spark.task.maxFailures``; issue 37, finding 3). Either way the first run had
+        the partition's share of the probe: it acked it with its durable rows, nacked
+        it, or died and its leases lapse so that Pub/Sub delivers it again.
+        Not seen: a stage Spark resubmits after a fetch failure (a lost executor's
+        shuffle output) runs its tasks as attempt 0 again, and PySpark does not expose
+        the stage's attempt. Only exactly-once mode has a shuffle between reading and
+        writing, and its ledger absorbs a share replayed so.
     """
     from pyspark import TaskContext
 
     context = TaskContext.get()
     if context is None:
         return False
-    return (context.getLocalProperty(ATTEMPT_PROPERTY) or "0") != "0"
+    driver_retry = (context.getLocalProperty(ATTEMPT_PROPERTY) or "0") != "0"
+    return driver_retry or context.attemptNumber() > 0
 
 
 def pull_bounded(
@@ -171,8 +169,8 @@ def pull_bounded(
         ``weigh`` says what a delivery counts against ``max_bytes`` and the pull ceiling
         (``pull_size``): its ``size`` by default; the ``pubsub-records`` source counts a
         compressed batch's opened records, what its task will hold.
-        A retried action (``retried_action``) does not replay the partition's share of
-        the probe: the first attempt acked it with its durable rows or nacked it (then it
+        A retried task or action (``retried_action``) does not replay the partition's
+        share of the probe: the first attempt acked it with its durable rows or nacked it (then it
         comes back in a fresh pull), and a share whose task never ran comes back when its
         lease lapses. Replayed, a share acked already was written a second time in the
         modes that do not absorb a copy (Write API default stream, file loads).

@@ -3,7 +3,7 @@
 A compressed delivery opened into records before the shuffle (``record_split``) has its
 records in several tasks; the tasks lease it while they work and report a
 ``RecordAccount`` each, and after the micro-batch's one ``collect()`` the driver sums
-them (``batch.split_acks.split_verdict``) and settles here: ack the deliveries whose
+them (``source.settlement.split_verdict``) and settles here: ack the deliveries whose
 records are all durable, nack those with a record not durable (delivered again at once:
 the ledger recognises the durable ones), and set the hold's retry as the ack deadline
 of those with held records (delivered again then).
@@ -28,8 +28,8 @@ from functools import partial
 
 import structlog
 
-from plowline_loader.batch.split_acks import RecordAccount, split_verdict
 from plowline_loader.source.acking import Settlement, modack, settle
+from plowline_loader.source.settlement import RecordAccount, split_verdict
 
 _log = structlog.get_logger("plowline.loader.source")
 

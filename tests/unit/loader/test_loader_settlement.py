@@ -1,4 +1,4 @@
-"""The driver's accounting of split deliveries: acked exactly when every record is durable."""
+"""The one rule that settles a message: the task's verdict, and the driver's for split deliveries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from plowline_loader.batch.split_acks import RecordAccount, SplitVerdict, split_verdict
+from plowline_loader.source.settlement import (
+    RecordAccount,
+    SplitVerdict,
+    Verdict,
+    split_verdict,
+    verdict,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -106,3 +112,42 @@ def test_deliveries_are_settled_per_subscription() -> None:
         RecordAccount("b", SUBSCRIPTIONS[1], 1, frozenset({0})),
     ]
     assert {SUBSCRIPTIONS[0]: ["a"], SUBSCRIPTIONS[1]: ["b"]} == split_verdict(accounts).ack
+
+
+@pytest.mark.parametrize(
+    ("records", "durable", "held", "expected"),
+    [
+        pytest.param(3, {0, 1, 2}, set(), Verdict.ACK, id="all-durable-ack"),
+        pytest.param(0, set(), set(), Verdict.ACK, id="an-empty-batch-ack"),
+        pytest.param(3, set(), set(), Verdict.NACK, id="nothing-written-nack"),
+        pytest.param(None, set(), set(), Verdict.NACK, id="never-read-nack"),
+        pytest.param(3, set(), {1}, Verdict.NACK, id="nothing-written-one-failed-nack"),
+        pytest.param(2, set(), {0, 1}, Verdict.PARK, id="all-held-park"),
+        pytest.param(3, {0, 2}, {1}, Verdict.PARK, id="siblings-written-one-held-park"),
+        pytest.param(3, {0}, set(), Verdict.PARK, id="siblings-written-one-failed-park"),
+        pytest.param(None, {0}, set(), Verdict.PARK, id="partly-read-park"),
+    ],
+)
+def test_a_task_settles_a_message_by_what_its_records_became(
+    records: int | None, durable: set[int], held: set[int], expected: Verdict
+) -> None:
+    """Acked when all durable, nacked when nothing was written (and not all held), parked
+    when some records are written and others wait, or when all wait for a schema."""
+    account = RecordAccount("a", SUBSCRIPTIONS[0], records, frozenset(durable), frozenset(held))
+    assert expected == verdict(account)
+
+
+@given(
+    records=st.integers(0, 8),
+    durable=st.sets(st.integers(0, 7)),
+    held=st.sets(st.integers(0, 7)),
+)
+def test_a_message_with_a_written_record_is_never_handed_back_by_a_task(
+    records: int, durable: set[int], held: set[int]
+) -> None:
+    """Issue 37, finding 2: a message any record of which is durable is acked or parked,
+    never nacked (its redelivery would write that record again)."""
+    durable = {i for i in durable if i < records}
+    account = RecordAccount("a", SUBSCRIPTIONS[0], records, frozenset(durable), frozenset(held))
+    settled = verdict(account)
+    assert (settled is Verdict.NACK) == (not durable and not set(range(records)) <= held | durable)
