@@ -113,3 +113,23 @@ def test_a_stop_hands_back_what_is_still_parked() -> None:
     released = holding.release()
 
     assert (released, calls.calls[-1], holding.parked) == (1, ("nack", ("ack-b",), 0), 0)
+
+
+def test_a_delivery_parked_again_after_its_lease_lapsed_is_kept_once() -> None:
+    """The same message parked under a new ack id (its lease lapsed) is kept once, under the
+    live ack id, so its held record is written once and the live delivery acked."""
+    calls, writer = Calls(), Writer()
+    holding = _holding(calls, writer)
+    first = _parcel("b", [b"r0", b"r1"], frozenset({0}))
+    again = Parcel(first.delivery._replace(ack_id="ack-b-again"), frozenset({0}))
+    holding.take([first])
+    holding.take([again])
+    writer.schema = True
+
+    holding.retry_due(everything=True)
+
+    assert (
+        writer.written,
+        calls.calls[-1],
+        holding.parked,
+    ) == ([b"r1"], ("ack", ("ack-b-again",), 0), 0)

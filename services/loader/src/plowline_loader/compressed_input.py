@@ -91,7 +91,7 @@ def items_of(delivery: PulledMessage, decompression: Decompression) -> Iterator[
 
 
 class Chunks:
-    """A partition's deliveries as chunks of items, read lazily, with where each item came from."""
+    """A partition's deliveries as chunks of items, read lazily, with where each chunk ends."""
 
     def __init__(
         self, deliveries: Sequence[PulledMessage], chunk_size: int, decompression: Decompression
@@ -99,29 +99,27 @@ class Chunks:
         self._deliveries = deliveries
         self._size = chunk_size
         self._decompression = decompression
-        self._made: list[list[tuple[int, str]]] = []  # per chunk: (delivery index, item id)
-        self._records: dict[int, int] = {}  # per delivery read to its end: its item count
+        self._ends: list[tuple[int, int]] = []  # per chunk: (delivery, record) after its last
+        self._records: list[int] = []  # per delivery read to its end, in order: its item count
 
     def __iter__(self) -> Iterator[list[Item]]:
         """Yield the chunks in order (once)."""
         chunk: list[Item] = []
-        made: list[tuple[int, str]] = []
         opened = 0  # decompressed bytes in ``chunk``
         for index, delivery in enumerate(self._deliveries):
             count = 0
             for item in items_of(delivery, self._decompression):
                 chunk.append(item)
-                made.append((index, item.message_id))
                 count += 1
                 if item is not delivery:
                     opened += len(item.data) if type(item) is PulledMessage else 0
                 if len(chunk) >= self._size or opened >= self._decompression.max_bytes_in_batch:
-                    self._made.append(made)
+                    self._ends.append((index, count))
                     yield chunk
-                    chunk, made, opened = [], [], 0
-            self._records[index] = count
+                    chunk, opened = [], 0
+            self._records.append(count)
         if chunk:
-            self._made.append(made)
+            self._ends.append((len(self._deliveries) - 1, self._records[-1]))
             yield chunk
 
     def accounts(
@@ -133,25 +131,47 @@ class Chunks:
             A record of a written chunk is durable unless its id is in ``not_durable``
             (its publish failed: ``PartlyDelivered``) or in ``held`` (it waits for a
             schema). A delivery not read to its end has no known record count, so it is
-            never all durable. Record indices are the items' positions in their delivery.
+            never all durable. Record indices are the items' positions in their delivery
+            (a record's id is ``<message id>#<index>``, a plain delivery's its own).
         """
-        durable: dict[int, set[int]] = {}
-        waiting: dict[int, set[int]] = {}
-        position: dict[int, int] = {}
-        for number, made in enumerate(self._made):
-            for owner, item_id in made:
-                record = position.get(owner, 0)
-                position[owner] = record + 1
-                if number >= written or item_id in not_durable:
-                    continue
-                (waiting if item_id in held else durable).setdefault(owner, set()).add(record)
-        return [
-            RecordAccount(
-                delivery.ack_id,
-                delivery.subscription,
-                self._records.get(index),
-                frozenset(durable.get(index, ())),
-                frozenset(waiting.get(index, ())),
+        last, upto = self._ends[written - 1] if written else (0, 0)
+        waiting = self._records_named(held)
+        failed = self._records_named(not_durable)
+        accounts = []
+        for index, delivery in enumerate(self._deliveries):
+            count = self._records[index] if index < len(self._records) else None
+            if index < last:
+                done = range(count or 0)
+            elif index == last:
+                done = range(upto)
+            else:
+                done = range(0)
+            mine = {r for r in done if (index, r) not in failed}
+            held_here = frozenset(r for r in mine if (index, r) in waiting)
+            accounts.append(
+                RecordAccount(
+                    delivery.ack_id,
+                    delivery.subscription,
+                    count,
+                    frozenset(mine) - held_here,
+                    held_here,
+                )
             )
-            for index, delivery in enumerate(self._deliveries)
-        ]
+        return accounts
+
+    def _records_named(self, item_ids: frozenset[str]) -> set[tuple[int, int]]:
+        """Return the (delivery, record) positions of the items named by ``item_ids``."""
+        if not item_ids:
+            return set()
+        deliveries: dict[str, list[int]] = {}
+        for index, delivery in enumerate(self._deliveries):
+            deliveries.setdefault(delivery.message_id, []).append(index)
+        named: set[tuple[int, int]] = set()
+        for item_id in item_ids:
+            if item_id in deliveries:
+                named.update((index, 0) for index in deliveries[item_id])
+                continue
+            message_id, _, record = item_id.rpartition("#")
+            if record.isdigit():
+                named.update((index, int(record)) for index in deliveries.get(message_id, ()))
+        return named

@@ -265,6 +265,9 @@ def process_in_chunks(
     handed_back: list[str] = []
     parked: list[Parcel] = []
     durable: list[str] = []
+    if failure is None and not outcome.held_ids:  # the common case: every row durable
+        names = tuple(row.message_id for row in rows) if name_durable else ()
+        return PartitionReport(outcome, durable_ids=names), handed_back
     accounts = chunks.accounts(written, not_durable, outcome.held_ids)
     for row, account in zip(rows, accounts, strict=True):
         settled = verdict(account)

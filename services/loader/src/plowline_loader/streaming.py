@@ -436,8 +436,10 @@ class StreamingLoader:
         clean = self.writer.stop(grace_s)
         if self._query is not None:
             self._query.stop()
-        self.holding.retry_due(everything=True)  # a last chance before handing back
-        self.holding.release()
+        try:
+            self.holding.retry_due(everything=True)  # a last chance before handing back
+        finally:
+            self.holding.release()
         _log.info(
             "loader stopped",
             clean=clean,

@@ -154,8 +154,18 @@ class Holding:
         later: list[Parcel] = []
         with self._lock:
             size = sum(k.parcel.delivery.size for k in self._kept.values())
+            by_message = {k.parcel.delivery.message_id: k for k in self._kept.values()}
             for parcel in parcels:
                 if parcel.ack_id in self._kept:
+                    continue
+                again = by_message.get(parcel.delivery.message_id)
+                if again is not None:
+                    # Delivered again (a lease that lapsed): keep one, under the live ack
+                    # id, with what either copy made durable, so no record is written twice.
+                    del self._kept[again.parcel.ack_id]
+                    again.parcel = Parcel(parcel.delivery, parcel.durable)
+                    again.durable |= parcel.durable
+                    self._kept[parcel.ack_id] = again
                     continue
                 if not parcel.durable and size + parcel.delivery.size > self._max_bytes:
                     later.append(parcel)
