@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from google.api_core.retry import retry_base, retry_unary
 from google.cloud import bigquery
 from plowline_cloud.load_jobs import FileLoadSink
 from plowline_cloud.testing.google_http import (
@@ -25,25 +24,7 @@ TABLE = bigquery.TableReference.from_string("p.d.events")
 ROWS = [Row(f"e{i}", {"event_id": f"e{i}"}) for i in range(3)]
 
 
-class _FakeClock:
-    """``time`` for api_core's retry loops: sleeping moves the clock, instantly."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture(autouse=True)
-def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Google's clients retry and poll on a fake clock (tests never sleep)."""
-    clock = _FakeClock()
-    monkeypatch.setattr(retry_unary, "time", clock)
-    monkeypatch.setattr(retry_base, "time", clock)
+pytestmark = pytest.mark.usefixtures("instant_retries")  # tests/unit/cloud/conftest.py
 
 
 def _sink(

@@ -19,7 +19,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from google.api_core.retry import retry_base, retry_unary
 from google.cloud import bigquery
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -61,25 +60,7 @@ scripts = st.fixed_dictionaries(
 batches = st.lists(st.booleans(), min_size=1, max_size=4)  # one bool a row: is it bad
 
 
-class _FakeClock:
-    """``time`` for api_core's retry loops: sleeping moves the clock, instantly."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture(autouse=True)
-def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Google's clients retry and poll on a fake clock (tests never sleep)."""
-    clock = _FakeClock()
-    monkeypatch.setattr(retry_unary, "time", clock)
-    monkeypatch.setattr(retry_base, "time", clock)
+pytestmark = pytest.mark.usefixtures("instant_retries")  # tests/unit/cloud/conftest.py
 
 
 class HttpSinkModel(RuleBasedStateMachine):
