@@ -36,15 +36,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import structlog
-from plowline_core.errors import PlowlineError, TransientError
+from plowline_core.errors import TransientError
 
 from plowline_loader.batch.message import Message
 from plowline_loader.batch.outcome import BatchOutcome, PartlyDelivered
 from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Decompression, items_of
-from plowline_loader.source.acking import ACK_ATTEMPTS
+from plowline_loader.source.acking import settle
 from plowline_loader.source.settlement import Parcel
 
 _log = structlog.get_logger("plowline.loader.holding")
@@ -264,20 +265,9 @@ class Holding:
             by_path.setdefault(parcel.delivery.subscription, []).append(parcel.ack_id)
         for path, ids in by_path.items():
             subscription = self._subscriptions(path)
-            for attempt in range(1, ACK_ATTEMPTS + 1):
-                try:
-                    if verb == "modack":
-                        subscription.modack(ids, seconds)
-                    else:
-                        getattr(subscription, verb)(ids)
-                    break
-                except PlowlineError as error:
-                    _log.warning(
-                        f"holding {verb} failed",
-                        ack_ids=len(ids),
-                        attempt=attempt,
-                        error=str(error),
-                    )
+            calls = {"ack": subscription.ack, "nack": subscription.nack}
+            call = calls.get(verb) or partial(subscription.modack, seconds=seconds)
+            settle(call, verb, path, ids)  # tried ACK_ATTEMPTS times, a failure logged
 
     def _ensure_thread(self) -> None:
         with self._lock:
