@@ -1,9 +1,18 @@
 """Root test configuration: tiers by directory, test-data paths, and a network guard.
 
-Tiers: a test under ``tests/unit`` is marked ``unit``, under ``tests/integration``
-``integration``, under ``tests/e2e`` ``e2e``, under ``tests/fuzz`` ``fuzz``, under
-``tests/cluster`` ``cluster``; select with ``-m``. ``local_stack`` lives here because two
-tiers share it (integration, cluster): in one session the stack starts once.
+Tiers: a test is marked with the tier of its directory (``tests/<tier>``); select with
+``-m``. What each tier may use (pyproject.toml's markers say it too):
+
+* ``unit``: the code in this process and nothing else: no subprocess, no socket (server or
+  client), no compiler. The unit guard below makes a test that tries fail, naming the call;
+* ``tool``: runs a program (a command of ours, javac, a Python of its own) or a loopback
+  server of its own, no local stack;
+* ``deploy``: the manifests, Dockerfiles and alert rules through the field's tools
+  (``kubectl kustomize``, ``kubernetes-validate``, checkov, promtool);
+* ``integration``: at most the local stack (and local Spark); ``e2e``: the services as
+  processes; ``cluster``: a Spark standalone cluster; ``fuzz``: atheris, for a bounded time.
+ ``local_stack`` lives here because three
+tiers share it (integration, e2e, cluster): in one session the stack starts once.
 The network guard refuses Python-level connections to anything but loopback, so a test
 can never reach real Google Cloud by accident. ``--faults FILE`` starts the integration
 tier's local stack with that fault plan (``plowline_devstack/faults/plan.py``; default none).
@@ -18,13 +27,24 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Fixtures two tiers share (integration and e2e): registered here once, since pytest takes
+# ``pytest_plugins`` only from the root conftest.
+pytest_plugins = [
+    "support.endpoints",
+    "support.hand_made",
+    "support.loader_rigs",
+    "support.services",
+    "support.snowplow",
+]
 
 # Tests start services (fork, then exec) from a process that talks gRPC: see
 # plowline_devstack's docstring for why gRPC's fork handlers stay off here.
@@ -40,7 +60,7 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
-_TIERS = ("unit", "integration", "e2e", "fuzz", "cluster")
+_TIERS = ("unit", "tool", "deploy", "integration", "e2e", "fuzz", "cluster")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,9 +80,10 @@ _started = time.monotonic()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start the clock of ``PLOWLINE_TEST_BUDGET_S``."""
+    """Start the clock of ``PLOWLINE_TEST_BUDGET_S`` and the network guard."""
     global _started
     _started = time.monotonic()
+    _guard_network()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -80,12 +101,71 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with the tier of the directory it lives in."""
+class UnitTierViolation(RuntimeError):
+    """A unit test reached outside its process: it belongs in another tier."""
+
+
+def _refuse(what: str) -> Callable[..., Any]:
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise UnitTierViolation(
+            f"a unit test may not {what}: move it to tests/tool (a program or a loopback "
+            "server of its own) or tests/integration (the local stack), or give it a fake"
+        )
+
+    return refuse
+
+
+_UNIT_REFUSED: tuple[tuple[Any, str, str], ...] = (
+    (subprocess.Popen, "_execute_child", "start a subprocess"),
+    (os, "fork", "fork"),
+    (os, "posix_spawn", "start a process"),
+    (os, "posix_spawnp", "start a process"),
+    (socket.socket, "bind", "open a server socket"),
+    (socket.socket, "connect", "open a connection"),
+    (socket.socket, "connect_ex", "open a connection"),
+)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Run a ``unit`` test (its fixtures too) with subprocesses and sockets refused."""
+    if item.get_closest_marker("unit") is None:
+        yield
+        return
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in _UNIT_REFUSED]
+    for owner, name, what in _UNIT_REFUSED:
+        setattr(owner, name, _refuse(what))
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with the tier of the directory it lives in, and with no other tier.
+
+    A tier marker written in a test file that names another tier than its folder's would
+    put the test in two tiers (and under the unit guard when it runs a program): refused.
+    Every test also gets its file as its xdist group unless it names a group of its own, so
+    ``-n N --dist loadgroup`` keeps a file's tests (and their module fixtures) on one worker
+    and spreads only what asks to be spread (e.g. chaos, a mode a test).
+    """
+    grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
+        if grouping and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         parts = Path(str(item.fspath)).resolve().relative_to(REPO).parts
         if len(parts) > 1 and parts[0] == "tests" and parts[1] in _TIERS:
-            item.add_marker(getattr(pytest.mark, parts[1]))
+            tier = parts[1]
+            others = {mark.name for mark in item.iter_markers() if mark.name in _TIERS} - {tier}
+            if others:
+                raise pytest.UsageError(
+                    f"{item.nodeid} lives in tests/{tier} but is marked {', '.join(others)}: "
+                    f"a test's tier is its folder; move the file or drop the marker"
+                )
+            item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session")
@@ -118,9 +198,12 @@ def _is_loopback(address: Any) -> bool:
         return False
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _network_guard() -> Iterator[None]:
-    """Refuse Python-level connections to non-loopback addresses during tests."""
+def _guard_network() -> None:
+    """Refuse Python-level connections to non-loopback addresses for the rest of the process.
+
+    Installed at session start (not as a fixture), so the unit guard, which swaps the same
+    methods around each unit test, always saves and restores the guarded ones.
+    """
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
 
@@ -140,9 +223,6 @@ def _network_guard() -> Iterator[None]:
 
     socket.socket.connect = connect  # type: ignore[method-assign]
     socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-    yield
-    socket.socket.connect = real_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ the schema says string, ``demo/conflict.py``) is added, so legacy orders never f
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -20,6 +19,7 @@ from plowline_devstack.demo.generate import GeneratedLine, generate
 from plowline_devstack.demo.run import DemoRun
 from plowline_devstack.demo.services import ServiceError
 from plowline_devstack.stack.lifecycle import StackStartError
+from support.timing import wait_for
 
 # A killed loader's leased messages come back after the ack deadline: keep it short.
 _LOADER_ENV = {"PLOWLINE_LOADER_ACK_DEADLINE": "10", "PLOWLINE_LOADER_LEASE_INTERVAL": "3"}
@@ -51,12 +51,15 @@ def _lines(count: int, seed: int, never_fitting: int = 0) -> list[GeneratedLine]
 
 
 def _wait_accounted(pipeline: DemoRun, total: int, timeout: float = 240.0) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
+    found = 0
+
+    def all_accounted() -> bool:
+        nonlocal found
         found = pipeline.progress(total).accounted
-        if found >= total or time.monotonic() > deadline:
-            return found
-        time.sleep(1.0)
+        return found >= total
+
+    wait_for(all_accounted, timeout, every_s=1.0)
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from plowline_devstack.demo.generate import generate
 from plowline_devstack.demo.run import DemoRun
 from plowline_devstack.demo.services import LOADER
+from support.timing import wait_for
 
 _ENV = {
     "PLOWLINE_LOADER_ACK_DEADLINE": "10",
@@ -78,9 +78,7 @@ def test_a_loader_with_hung_python_workers_exits_and_its_events_load(tmp_path: P
         loader = run.services[LOADER]
         lines = list(generate(_EVENTS, start=datetime.now(UTC), seed=7, rate=500.0))
         run.publish(lines[:50], rate=100.0)
-        deadline = time.monotonic() + 120
-        while not _python_workers(loader.process.pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_for(lambda: _python_workers(loader.process.pid), 120, every_s=0.5)
         stopped = _python_workers(loader.process.pid)
         for pid in stopped:
             os.kill(pid, signal.SIGSTOP)
@@ -98,9 +96,7 @@ def test_a_loader_with_hung_python_workers_exits_and_its_events_load(tmp_path: P
         # loaded machine a first batch can take longer, and a second exit would end the test.
         run.extra_env["PLOWLINE_LOADER_STALL_TIMEOUT"] = "120"
         run.restart(LOADER, kill=True, timeout=240.0)
-        deadline = time.monotonic() + 180
-        while run.progress(len(lines)).accounted < len(lines) and time.monotonic() < deadline:
-            time.sleep(1.0)
+        wait_for(lambda: run.progress(len(lines)).accounted >= len(lines), 180, every_s=1.0)
         accounting = run.account(lines)
         assert (len(accounting.missing), len(accounting.misplaced)) == (0, 0)
     finally:

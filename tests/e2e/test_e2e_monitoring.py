@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from plowline_devstack.demo.monitor import MonitorReport, Prometheus, evaluate, 
 from plowline_devstack.demo.run import DemoRun
 from plowline_devstack.demo.services import ServiceError
 from plowline_devstack.stack.lifecycle import StackStartError
+from support.timing import wait_for
 
 _JOBS = ("plowline-loader", "plowline-mutator", "plowline-repeater", "plowline-deadletter")
 
@@ -97,9 +97,7 @@ def faulted(
     run.services["loader"].stop()
     run.publish(make_lines(100, 37), rate=500.0)
     down = 'avg_over_time(up{job="plowline-loader"}[10m]) < 0.5'
-    deadline = time.monotonic() + 300.0
-    while not prometheus.query(down) and time.monotonic() < deadline:
-        time.sleep(2.0)
+    wait_for(lambda: prometheus.query(down), 300.0, every_s=1.0)
     prometheus.wait_scrapes()
     return evaluate(prometheus)
 

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -22,6 +21,8 @@ from pathlib import Path
 import pytest
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
+
+from support.timing import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "libs/devstack/src/plowline_devstack/examples"
 READY_WITHIN_S = 60.0
@@ -91,11 +92,14 @@ def mutator_process(
         )
     running = MutatorProcess(process, port, log)
     try:
-        deadline = time.monotonic() + READY_WITHIN_S
-        while not ready(running):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{command} did not get ready:\n{running.logged()[-2000:]}")
-            time.sleep(0.2)
+
+        def settled() -> str | None:
+            if ready(running):
+                return "ready"
+            return "exited" if process.poll() is not None else None
+
+        if wait_until(settled, READY_WITHIN_S) != "ready":
+            pytest.fail(f"{command} did not get ready:\n{running.logged()[-2000:]}")
         yield running
     finally:
         if process.poll() is None:

@@ -18,22 +18,22 @@ import pytest
 from plowline_cloud.metrics import MetricsRegistry
 from plowline_cloud.webhook import WebhookSender
 from plowline_core.webhook import ALERT_SCHEMA, HEARTBEAT_SCHEMA, WebhookSettings
+from support.timing import wait_for
 
 
 @dataclass
 class Receiver:
-    """A local webhook endpoint: what it got, and how it answers."""
+    """A local webhook endpoint: what it got (``posted`` is notified on each), how it answers."""
 
     url: str = ""
     status: int = 200
     delay_s: float = 0.0
     got: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    posted: threading.Condition = field(default_factory=threading.Condition)
 
-    def wait_for(self, test: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 10) -> None:
-        """Wait until ``test`` holds for the payloads received so far."""
-        deadline = time.monotonic() + timeout_s
-        while not test([p for _, p in self.got]) and time.monotonic() < deadline:
-            time.sleep(0.02)
+    def wait_for(self, test: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 10) -> bool:
+        """Return whether ``test`` held for the payloads received within ``timeout_s``."""
+        return wait_for(lambda: test([p for _, p in self.got]), timeout_s, wake=self.posted)
 
 
 @pytest.fixture
@@ -44,7 +44,9 @@ def receiver() -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.got.append((self.headers["Content-Type"], json.loads(body)))
+            with state.posted:
+                state.got.append((self.headers["Content-Type"], json.loads(body)))
+                state.posted.notify_all()
             time.sleep(state.delay_s)
             self.send_response(state.status)
             self.send_header("Content-Length", "0")
@@ -157,9 +159,7 @@ def test_a_failing_endpoint_is_counted_never_raised_nor_waited_on(
     sender.alert("first")
     sender.alert("second")
     queued_in = time.monotonic() - started
-    deadline = time.monotonic() + 10
-    while _posts(registry).get(("alert", "failed"), 0) < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: _posts(registry).get(("alert", "failed"), 0) >= 2, 10)
     sender.stop()
     expected = (True, 2.0)
     assert expected == (queued_in < 0.1, _posts(registry)[("alert", "failed")])
@@ -171,9 +171,7 @@ def test_an_endpoint_nobody_listens_on_is_counted_as_failed() -> None:
     sender = _sender("http://127.0.0.1:9/hook", lambda: False, registry, heartbeat_s=3600)
     sender.start()
     sender.alert("no access")
-    deadline = time.monotonic() + 10
-    while not _posts(registry) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: _posts(registry), 10)
     sender.stop()
     expected = {("alert", "failed"): 1.0}
     assert expected == _posts(registry)

@@ -28,6 +28,7 @@ from plowline_deadletter.writer import DeadLetterWriter
 from plowline_devstack.faults.plan import parse_faults
 from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from support.timing import wait_for
 
 BUCKET = "plowline-bad-rows"
 PROJECT = "plowline-deadletter-faults"
@@ -111,14 +112,16 @@ def test_each_bad_row_is_written_once_under_pubsub_faults(
     rows = [_bad_row(n) for n in range(ROWS)]
     for future in [pubsub.publisher.publish(pubsub.topic, row) for row in rows]:
         future.result(timeout=30)
-    deadline = time.monotonic() + 60
-    quiet_since = time.monotonic()
-    while time.monotonic() < deadline and time.monotonic() - quiet_since < 4:
-        seen = len(deliveries)
-        time.sleep(0.2)
+    seen, quiet_since = 0, time.monotonic()
+
+    def quiet_for_four_seconds() -> bool:
+        nonlocal seen, quiet_since
         writer.tick()
         if len(deliveries) != seen or writer.pending:
-            quiet_since = time.monotonic()
+            seen, quiet_since = len(deliveries), time.monotonic()
+        return time.monotonic() - quiet_since >= 4
+
+    wait_for(quiet_for_four_seconds, 60)
     writer.close()
     subscriber.stop(timeout=30)
 

@@ -28,6 +28,7 @@ from plowline_deadletter.lookback import Lookback, recall_at_start
 from plowline_deadletter.metrics import DeadLetterMetrics
 from plowline_deadletter.writer import DeadLetterWriter
 from support.stack import topic_with_subscription
+from support.timing import wait_for
 
 BUCKET = "plowline-bad-rows"
 VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
@@ -143,11 +144,12 @@ def _run(
         received.append(settled)
         writer.receive(settled)
 
-    subscriber.start(receive)
-    deadline = time.monotonic() + timeout
-    while not until(received) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    def settled() -> bool:
         writer.tick()
+        return until(received)
+
+    subscriber.start(receive)
+    wait_for(settled, timeout)
     subscriber.stop(timeout=30)
     return received
 

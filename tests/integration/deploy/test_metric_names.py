@@ -1,187 +1,16 @@
-"""The dashboard and the alert rules query only metrics the running services export.
+"""How the metric-names check reads a /metrics page: the names its ``# TYPE`` lines declare.
 
-The four services run as real processes against the local stack (the loader on a local
-Spark master), each on its own fresh subscription; their /metrics is read once they are
-ready, and every ``plowline_*`` name in deploy/monitoring (Grafana JSON, alerts.yaml) must
-be among the names exported. Labelled metrics without samples yet still declare their
-``# TYPE``, so names are read from the declarations and expanded to the samples each type
-exposes (``_total``; ``_bucket``/``_sum``/``_count``).
+The check itself, the four services running as processes with every ``plowline_*`` name
+the dashboard and the alert rules query among those exported, is an e2e test
+(``tests/e2e/deploy/test_metric_names.py``). Here is only its reader,
+``support.prometheus.exported_names``: labelled metrics without samples yet still declare
+their ``# TYPE``, so names are read from the declarations and expanded to the samples each
+type exposes (``_total``; ``_bucket``/``_sum``/``_count``).
 """
 
 from __future__ import annotations
 
-import json
-import re
-import socket
-import subprocess
-import sys
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import httpx
-import pytest
-import yaml
-from plowline_cloud.clients import publisher_client, subscriber_client
-from support.configs import bigquery_config, resolver_config, write_config_files
-
-REPO = Path(__file__).resolve().parents[3]
-MONITORING = REPO / "deploy" / "monitoring"
-#: The loader wants a registry; with no events it never asks it (nothing listens there).
-_UNUSED_REGISTRY = {
-    "name": "unused",
-    "priority": 0,
-    "vendorPrefixes": [],
-    "connection": {"http": {"uri": "http://127.0.0.1:9/iglu"}},
-}
-_SUFFIXES = {
-    "counter": ("_total",),
-    "histogram": ("_bucket", "_sum", "_count"),
-    "gauge": ("",),
-}
-
-
-def _exported(text: str) -> set[str]:
-    """Return the sample names a /metrics page declares."""
-    names = set()
-    for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):
-        base = name.removesuffix("_total") if kind == "counter" else name
-        names.update(base + suffix for suffix in _SUFFIXES.get(kind, ("",)))
-    return names
-
-
-def _queried() -> set[str]:
-    """Return every plowline_* name the dashboard and the alert rules query."""
-    dashboard = json.loads((MONITORING / "grafana" / "plowline.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    alerts = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
-    exprs += [r["expr"] for g in alerts["groups"] for r in g["rules"]]
-    return {name for expr in exprs for name in re.findall(r"\bplowline_[a-z0-9_]+", expr)}
-
-
-def _fresh_subscription(stack: Any) -> str:
-    """Create a topic and a subscription nobody else uses; return the subscription's name."""
-    name = f"metrics-{uuid.uuid4().hex[:8]}"
-    topic = f"projects/{stack.project}/topics/{name}"
-    publisher_client(stack.endpoints.pubsub_target).create_topic(name=topic)
-    subscriber = subscriber_client(stack.endpoints.pubsub_target)
-    subscriber.create_subscription(
-        name=f"projects/{stack.project}/subscriptions/{name}", topic=topic
-    )
-    subscriber.close()
-    return name
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _page(port: int) -> str | None:
-    """Return /metrics once /readyz answers 200, else None."""
-    try:
-        if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code != 200:
-            return None
-        return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    except httpx.HTTPError:
-        return None
-
-
-def _config(stack: Any, directory: Path) -> tuple[Path, Path]:
-    """A bigquery_config whose input and types subscriptions are this test's own."""
-    config = bigquery_config(
-        name="metric names",
-        project=stack.project,
-        dataset=stack.dataset,
-        table=stack.table,
-        input=_fresh_subscription(stack),
-        types_subscription=_fresh_subscription(stack),
-        id=str(uuid.uuid4()),
-    )
-    return write_config_files(
-        directory, config, resolver_config(_UNUSED_REGISTRY, cache_size=10, cache_ttl=60)
-    )
-
-
-def test_dashboard_and_alerts_query_only_exported_metrics(
-    local_stack: Any,
-    tmp_path: Path,
-    start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
-) -> None:
-    """Every plowline_* metric the dashboard or an alert queries is on some service's /metrics."""
-    config, resolver = _config(local_stack, tmp_path)
-    files = ["--config", str(config), "--resolver", str(resolver)]
-    ports = {name: _port() for name in ("loader", "mutator", "repeater", "deadletter")}
-    services = {
-        "loader": start_service(
-            "plowline_loader.cli", "run", *files, "--master", "local[1]",
-            "--port", str(ports["loader"]),
-        ),
-        "repeater": start_service(
-            "plowline_repeater.cli", "run", *files,
-            "--failedInsertsSub", _fresh_subscription(local_stack),
-            "--deadEndBucket", "gs://plowline-dead-end/metric-names",
-            "--port", str(ports["repeater"]),
-        ),
-        "deadletter": start_service(
-            "plowline_deadletter.cli", "run", "--config", str(config),
-            "--badRowsSub", _fresh_subscription(local_stack),
-            "--bucket", "gs://plowline-bad-rows/metric-names",
-            "--port", str(ports["deadletter"]),
-        ),
-    }  # fmt: skip
-    # plowline_mutator.cli has no __main__ guard: run its console script instead.
-    mutator_log = tmp_path / "mutator.log"
-    with mutator_log.open("wb") as out:
-        mutator = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "plowline-mutator"), "serve", *files,
-                "--insecure-no-auth", "--port", str(ports["mutator"]),
-            ],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    services["mutator"] = _Spawned(mutator, mutator_log)
-    try:
-        pages = _pages(ports, services, eventually)
-    finally:
-        mutator.terminate()
-        mutator.wait(30)
-    exported = set().union(*(_exported(page) for page in pages.values()))
-    expected: set[str] = set()
-    assert expected == _queried() - exported
-
-
-@dataclass
-class _Spawned:
-    """A process started by this test, and its log."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self) -> str:
-        """Return the end of its log."""
-        return self.log.read_text(errors="replace")[-4000:]
-
-
-def _pages(
-    ports: dict[str, int], services: dict[str, Any], eventually: Callable[..., Any]
-) -> dict[str, str]:
-    """Return each service's /metrics once it is ready; fail with its log if it never is."""
-    pages = {}
-    for name, port in ports.items():
-        process = services[name].process
-        pages[name] = eventually(
-            lambda port=port, process=process: _page(port) or process.poll() is not None,
-            timeout=180,
-        )
-        pages[name] = pages[name] if isinstance(pages[name], str) else None
-        if not pages[name]:
-            pytest.fail(f"{name} never became ready:\n{services[name].tail()}")
-    return pages
+from support.prometheus import exported_names
 
 
 def test_exported_names_expand_declared_types() -> None:
@@ -193,4 +22,4 @@ def test_exported_names_expand_declared_types() -> None:
         "plowline_y_seconds_sum",
         "plowline_y_seconds_count",
     }
-    assert expected == _exported(page)
+    assert expected == exported_names(page)

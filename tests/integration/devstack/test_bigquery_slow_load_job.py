@@ -21,6 +21,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import bigquery
 from google.cloud.bigquery.retry import DEFAULT_RETRY
 from support.load_servers import load_servers
+from support.timing import wait_for
 
 PROJECT = "plowline-slow-loads"
 SCHEMA = [bigquery.SchemaField("id", "STRING")]
@@ -84,11 +85,13 @@ def _watch(
     """Poll jobs.get until the job is DONE: (seconds since start, state, rows in the table)."""
     started = time.monotonic()
     seen: list[tuple[float, str, int]] = []
-    while not seen or seen[-1][1] != "DONE":
+
+    def done() -> bool:
         job = stack.bq.get_job(job_id, retry=None)  # type: ignore[arg-type]  # one try each
         seen.append((time.monotonic() - started, str(job.state), len(stack.ids(table))))
-        assert seen[-1][0] < SLOW_SECONDS + 30, seen
-        time.sleep(0.2)
+        return seen[-1][1] == "DONE"
+
+    assert wait_for(done, SLOW_SECONDS + 30), seen
     return seen
 
 

@@ -20,6 +20,7 @@ from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransp
 from plowline_devstack.faults.plan import parse_faults
 from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
+from support.timing import wait_for
 
 PROJECT = "projects/plowline-faults"
 _names = itertools.count()
@@ -241,11 +242,12 @@ def test_the_subscriber_client_reopens_streams_closed_after_a_second(clients: An
     """streaming-pull-unavailable after_seconds: subscribe() keeps consuming across the breaks."""
     c = clients({"streaming-pull-unavailable": {"after_seconds": 1}})
     seen: set[str] = set()
-    lock = threading.Lock()
+    arrived = threading.Condition()
 
     def callback(message: Any) -> None:
-        with lock:
+        with arrived:
             seen.add(message.message_id)
+            arrived.notify_all()
         message.ack()
 
     client = pubsub_v1.SubscriberClient(
@@ -256,9 +258,7 @@ def test_the_subscriber_client_reopens_streams_closed_after_a_second(clients: An
     for round_ in range(4):  # four rounds over ~3 s: each stream lives one second
         published += c.publish(*(b"r%d-%d" % (round_, i) for i in range(5)))
         time.sleep(0.8)
-    give_up = time.monotonic() + 30
-    while time.monotonic() < give_up and len(seen) < len(published):
-        time.sleep(0.1)
+    wait_for(lambda: len(seen) >= len(published), 30, wake=arrived)
     running = not future.done()
     future.cancel()
     future.result(timeout=30)

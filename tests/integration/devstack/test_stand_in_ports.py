@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from plowline_devstack.stack import servers
 from plowline_devstack.stack.alone import start_alone
 from plowline_devstack.stack.lifecycle import StackStartError, start_stack
+from support.timing import wait_for
 
 pytestmark = pytest.mark.integration
 PROJECT = "plowline-ports"
@@ -110,13 +110,11 @@ def test_the_stack_is_started_again_when_a_chosen_port_was_taken(
 
 
 def _listening(port: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.1)
-    return False
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    return wait_for(answers, 5)
 
 
 def test_a_taken_port_logged_before_the_launch_does_not_count(tmp_path: Path) -> None:

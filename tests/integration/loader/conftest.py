@@ -4,41 +4,33 @@ Spark starts in ~4 s and its first micro-batch costs ~5 s more, so the session i
 once and warmed by a one-message streaming query through the ``pubsub`` source.
 Processors handed to Spark run in executor Python workers, which cannot import this
 conftest: the module is registered for pickling by value.
+
+``mode_rig`` (a :class:`ModeRig`, re-exported here for the tests' type imports),
+``streaming_rig`` and ``spawn_loader`` live in ``support.loader_rigs``, a plugin the root
+conftest registers: the e2e tier uses them too.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
-from plowline_core.schema.entity import ColumnMode
-from plowline_core.testing.tsv import enriched_line
+from plowline_cloud.clients import publisher_client, subscriber_client
 from plowline_devstack.pubsub import PubSubEmulator, wait_until_ready
-from plowline_devstack.stack.lifecycle import LocalStack
-from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
 from plowline_loader.source.acking import AckingPartition
 from plowline_loader.spark.session import SparkSettings, build_spark_session
-from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
-from support.configs import bigquery_config, write_config_files
-from support.stack import (
-    create_events_table,
-    event_counts,
-    pull_all,
-    topic_with_subscription,
-)
+from support.loader_rigs import ModeRig as ModeRig  # re-exported: `from conftest import ModeRig`
+from support.stack import topic_with_subscription
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -294,149 +286,3 @@ def spark(
 def harness(spark: SparkSession, tmp_path: Path) -> Harness:
     """Queries in the warmed session with outputs and checkpoint under this test's tmp dir."""
     return Harness(spark, tmp_path)
-
-
-def _spawn_loader(
-    config_file: Path,
-    resolver_file: Path,
-    log: Path,
-    *,
-    max_messages: int,
-    ack_deadline_s: int = 10,
-    env: dict[str, str] | None = None,
-) -> subprocess.Popen[bytes]:
-    """Start ``plowline-loader run`` as its own process group, logging to ``log``."""
-    environment = {
-        **os.environ,
-        "PLOWLINE_LOADER_ACK_DEADLINE": str(ack_deadline_s),
-        "PLOWLINE_LOADER_LEASE_INTERVAL": "3",
-        "PLOWLINE_LOADER_PULL_TIMEOUT": "0.5",
-        **(env or {}),
-    }
-    command = [
-        sys.executable, "-m", "plowline_loader.cli", "run",
-        "--config", str(config_file), "--resolver", str(resolver_file),
-        "--master", "local[2]", "--port", "0",
-        "--max-messages", str(max_messages), "--grace-period", "30",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-@pytest.fixture
-def spawn_loader() -> Callable[..., subprocess.Popen[bytes]]:
-    """``spawn_loader(config, resolver, log, max_messages=…)``: the loader as a real process."""
-    return _spawn_loader
-
-
-RIG_ACK_DEADLINE_S = 10
-
-
-@dataclass(frozen=True)
-class ModeRig:
-    """A fresh table, input and bad-rows subscriptions, and loader config files for one ``load``."""
-
-    stack: LocalStack
-    root: Path
-    table_ref: str
-    input_topic: str
-    bad_rows_subscription: str
-    config_file: Path
-    resolver_file: Path
-
-    def config(self) -> WorkerConfig:
-        """Return the executors' config pointing at the local stack."""
-        return WorkerConfig(
-            bigquery=load_bigquery_config(self.config_file),
-            resolver_json=self.resolver_file.read_text(),
-            resolver_dir=str(self.root),
-            column_mode=ColumnMode.FULL,
-            version="0.1.0",
-            pubsub_emulator_host=self.stack.endpoints.pubsub_target,
-            bigquery_emulator_host=self.stack.endpoints.bigquery_url,
-            bigquery_grpc_host=self.stack.endpoints.bigquery_grpc_target,
-            storage_emulator_host=self.stack.endpoints.storage_url,
-            staging_bucket=sorted(self.stack.config.buckets)[0],
-        )
-
-    def load_backlog(
-        self, spark: SparkSession, max_messages: int, config: WorkerConfig | None = None
-    ) -> tuple[StreamingLoader, tuple[bool, Any]]:
-        """Stream everything published so far through a StreamingLoader, then stop it.
-
-        Returns the stopped loader (its writer's totals) and the query's ``(isActive,
-        exception())`` once everything available was processed.
-        """
-        settings = StreamSettings(
-            checkpoint=str(self.root / "checkpoint"),
-            max_messages=max_messages,
-            pull_timeout_s=0.5,
-            ack_deadline_s=30,
-            lease_interval_s=5.0,
-            backoff_max_s=2.0,
-        )
-        loader = StreamingLoader(spark, config or self.config(), settings)
-        query = loader.start()
-        try:
-            query.processAllAvailable()
-            running = (query.isActive, query.exception())
-        finally:
-            loader.stop(30)
-        return loader, running
-
-    def publish(self, event_ids: list[str]) -> None:
-        """Publish one enriched line per event id and wait until each is accepted."""
-        self.publish_bodies(
-            [(enriched_line(event_id=event_id).encode(), {}) for event_id in event_ids]
-        )
-
-    def publish_bodies(self, bodies: Sequence[tuple[bytes, Mapping[str, str]]]) -> None:
-        """Publish raw message bodies with their attributes; wait until each is accepted."""
-        publisher = publisher_client(self.stack.endpoints.pubsub_target)
-        futures = [publisher.publish(self.input_topic, data, **attrs) for data, attrs in bodies]
-        for future in futures:
-            future.result(timeout=60)
-
-    def counts(self) -> tuple[int, int]:
-        """Return the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)``."""
-        client = bigquery_client(self.stack.project, self.stack.endpoints.bigquery_url)
-        return event_counts(client, self.table_ref)
-
-    def bad_rows(self) -> list[bytes]:
-        """Pull and ack every bad row published so far (the loader confirmed each publish)."""
-        target = self.stack.endpoints.pubsub_target
-        return pull_all(target, self.bad_rows_subscription, max_messages=100, timeout=10)
-
-
-def _new_rig(stack: LocalStack, root: Path, load: dict[str, Any]) -> ModeRig:
-    name = uuid.uuid4().hex[:10]
-    client = bigquery_client(stack.project, stack.endpoints.bigquery_url)
-    table_ref = f"{stack.project}.{stack.dataset}.events_{name}"
-    create_events_table(client, table_ref)
-    topics, subscriptions = {}, {}
-    for kind in ("in", "bad"):
-        topics[kind], subscriptions[kind] = topic_with_subscription(
-            stack.endpoints.pubsub_target, stack.project, f"{kind}-{name}", None, RIG_ACK_DEADLINE_S
-        )
-    config = bigquery_config(
-        name="write modes test",
-        project=stack.project,
-        dataset=stack.dataset,
-        table=f"events_{name}",
-        input=f"in-{name}",
-        bad_rows=f"bad-{name}",
-        load=load,
-    )
-    config_file, resolver_file = write_config_files(root, config)
-    return ModeRig(
-        stack, root, table_ref, topics["in"], subscriptions["bad"], config_file, resolver_file
-    )
-
-
-@pytest.fixture
-def mode_rig(local_stack: LocalStack, tmp_path: Path) -> Callable[[dict[str, Any]], ModeRig]:
-    """``mode_rig(load)``: a fresh events table (atomic columns), input and bad-rows topics, and
-    config files for that ``load`` mode, on the session's local stack."""
-    return lambda load: _new_rig(local_stack, tmp_path, load)

@@ -3,15 +3,12 @@
 Each test gets a fresh events table (atomic columns) and input subscription
 (``mode_rig``), so the table's ``COUNT(*)`` and ``COUNT(DISTINCT event_id)`` are this test's alone. Events carry
 no entities: the Iglu resolver is never asked (an empty embedded repository suffices).
-STREAMING_INSERTS is covered by ``test_loader_streaming.py``.
+STREAMING_INSERTS is covered by ``test_loader_streaming.py``; the loader run as a process,
+SIGKILLed in exactly-once mode, by ``tests/e2e/loader/test_loader_write_modes.py``.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,26 +20,9 @@ from plowline_loader.streaming import StreamingLoader, StreamSettings
 from pyspark.sql import SparkSession
 
 if TYPE_CHECKING:
-    from conftest import ModeRig
+    from support.loader_rigs import ModeRig
 
 EVENTS_PER_MODE = 10_000
-KILLS = 3
-EVENTS_PER_LIFE = 1_000  # published before each loader process starts (kills + 1 lives)
-ACK_DEADLINE_S = 10  # the rig's subscriptions' (conftest.RIG_ACK_DEADLINE_S)
-_LOADER_FLAGS = {
-    "max_messages": 100,
-    "ack_deadline_s": ACK_DEADLINE_S,
-    "env": {"PLOWLINE_LOADER_LOG_JSON": "false"},
-}
-
-
-def _eventually(check: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.5)
-    return True
 
 
 @pytest.mark.parametrize(
@@ -67,43 +47,6 @@ def test_every_event_lands_once(
 
     expected = (EVENTS_PER_MODE, EVENTS_PER_MODE, EVENTS_PER_MODE)
     assert expected == (loader.writer.totals.good, *rig.counts())
-
-
-def test_exactly_once_survives_three_kills(
-    mode_rig: Callable[[dict[str, Any]], ModeRig],
-    tmp_path: Path,
-    spawn_loader: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    """A loader process SIGKILLed three times mid-stream in exactly-once mode: no loss, no dupes."""
-    rig = mode_rig({"mode": "STORAGE_WRITE_API", "stream": "exactly-once"})
-    sent = 0
-    for life in range(KILLS):
-        rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_LIFE)])
-        sent += EVENTS_PER_LIFE
-        before = rig.counts()[0]
-        loader = spawn_loader(
-            rig.config_file, rig.resolver_file, tmp_path / f"life-{life}.log", **_LOADER_FLAGS
-        )
-        try:
-            progressed = _eventually(lambda: rig.counts()[0] > before, 180)  # noqa: B023
-        finally:
-            os.killpg(loader.pid, signal.SIGKILL)
-            loader.wait(30)
-        assert progressed, (tmp_path / f"life-{life}.log").read_text()[-3000:]
-    rig.publish([str(uuid.uuid4()) for _ in range(EVENTS_PER_LIFE)])
-    sent += EVENTS_PER_LIFE
-    last = spawn_loader(rig.config_file, rig.resolver_file, tmp_path / "last.log", **_LOADER_FLAGS)
-    try:
-        _eventually(lambda: rig.counts()[1] >= sent, 240)
-        # Real time on purpose: leases the killed processes held lapse on the emulator's
-        # wall clock, and their messages come back to this process only then.
-        time.sleep(ACK_DEADLINE_S + 5)
-    finally:
-        last.send_signal(signal.SIGTERM)
-        code = last.wait(60)
-
-    expected = (sent, sent, 0)
-    assert expected == (*rig.counts(), code), (tmp_path / "last.log").read_text()[-3000:]
 
 
 def test_file_loads_start_one_load_job_per_partition_per_window(

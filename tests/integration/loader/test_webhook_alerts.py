@@ -7,9 +7,7 @@ any other error alerts nothing, and heartbeats flow while the loader is ready.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from plowline_cloud.metrics import MetricsRegistry
@@ -17,7 +15,7 @@ from plowline_core.webhook import ALERT_SCHEMA, HEARTBEAT_SCHEMA
 from plowline_loader.health import Readiness
 from plowline_loader.run_command import _start_webhook
 from plowline_loader.settings import LoaderSettings
-from support.webhook import webhook_receiver
+from support.webhook import WebhookReceiver, webhook_receiver
 
 TABLE_MISSING = (
     "Py4JJavaError: An error occurred while calling o77.collect.\n"
@@ -27,23 +25,17 @@ TABLE_MISSING = (
 
 
 @pytest.fixture
-def received() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def received() -> Iterator[WebhookReceiver]:
     """A receiver on 127.0.0.1: its URL and the payloads it got."""
     with webhook_receiver() as receiver:
         yield receiver
 
 
-def _wait(got: list[dict[str, Any]], schema: str, count: int) -> None:
-    deadline = time.monotonic() + 10
-    while sum(p["schema"] == schema for p in got) < count and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
 def test_setup_error_alerts_once_then_heartbeats_once_recovered(
-    received: tuple[str, list[dict[str, Any]]],
+    received: WebhookReceiver,
 ) -> None:
     """A missing table met on two retries alerts once (its line, the tags); recovered, heartbeats follow."""
-    url, got = received
+    url, got = received.url, received.got
     settings = LoaderSettings(
         config="c", resolver="r", webhook_endpoint=url, webhook_tags="pipeline=prod",
         webhook_heartbeat=0.2,
@@ -56,7 +48,7 @@ def test_setup_error_alerts_once_then_heartbeats_once_recovered(
     readiness.degraded(TABLE_MISSING)
     readiness.degraded("RegistryUnavailable: cannot resolve iglu:com.acme/x/jsonschema/1-0-0")
     readiness.recovered()
-    _wait(got, HEARTBEAT_SCHEMA, 1)
+    received.wait_for(lambda payloads: any(p["schema"] == HEARTBEAT_SCHEMA for p in payloads))
     sender.stop()
     alerts = [(p["data"]["message"], p["data"]["tags"]) for p in got if p["schema"] == ALERT_SCHEMA]
     expected = (

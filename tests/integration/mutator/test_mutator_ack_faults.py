@@ -34,6 +34,7 @@ from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
+from support.timing import wait_for
 
 TYPES = 20
 ACK_DEADLINE_S = 10
@@ -83,10 +84,9 @@ def test_every_type_gets_its_column_while_acks_are_refused(
         [encode_types(types[i : i + 2]) for i in range(0, TYPES, 2)]
     )
     wanted = {f"contexts_com_acme_acks_type_{i}_1_0_0" for i in range(TYPES)}
-    deadline = time.monotonic() + 60
-    while not wanted <= {f.name for f in bq.get_table(table_ref).schema}:
-        assert time.monotonic() < deadline, "timed out waiting for the columns"
-        time.sleep(0.2)
+    assert wait_for(lambda: wanted <= {f.name for f in bq.get_table(table_ref).schema}, 60), (
+        "timed out waiting for the columns"
+    )
     time.sleep(ACK_DEADLINE_S + 3)  # a lost ack's message comes back after its deadline
     running = subscriber.running
     subscriber.stop(90)  # its last acks and nacks are retried through the outages

@@ -8,10 +8,9 @@ test can fill and make fail (``MutatorRig.registry``).
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,20 +42,12 @@ from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from pydantic import SecretStr
 from starlette.exceptions import StarletteDeprecationWarning
+from support.timing import wait_for
 
 with warnings.catch_warnings():
     # Starlette asks for the httpx2 package, which is not installed; httpx works.
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
     from fastapi.testclient import TestClient
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Poll ``check`` until it holds; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @dataclass
@@ -192,7 +183,7 @@ def test_listener_adds_unstruct_and_context_columns(rig: MutatorRig) -> None:
         ),
     )
     wanted = {"unstruct_event_com_acme_link_click_1_0_0", "contexts_com_acme_web_page_1_0_0"}
-    wait_until(lambda: wanted <= set(rig.columns()), what="both columns")
+    assert wait_for(lambda: wanted <= set(rig.columns()), 20), "timed out waiting for both columns"
     expected = "REPEATED"
     assert expected == rig.columns()["contexts_com_acme_web_page_1_0_0"].mode.value
 
@@ -242,7 +233,7 @@ def test_burst_of_fifty_types_in_few_messages(rig: MutatorRig) -> None:
     types = [EntityType(k, ShredProperty.CONTEXTS) for k in keys]
     rig.publish(*(encode_types(types[i : i + 10]) for i in range(0, 50, 10)))
     wanted = {f"contexts_com_acme_burst_type_{i}_1_0_0" for i in range(50)}
-    wait_until(lambda: wanted <= set(rig.columns()), timeout=60, what="fifty columns")
+    assert wait_for(lambda: wanted <= set(rig.columns()), 60), "timed out waiting for fifty columns"
     expected = 50
     assert expected == len(wanted & set(rig.columns()))
 
@@ -266,7 +257,8 @@ def test_http_and_listener_add_the_same_type_at_once(rig: MutatorRig) -> None:
     post.start()
     post.join(30)
     name = "unstruct_event_com_acme_link_click_1_0_0"
-    wait_until(lambda: rig.metrics.types_received.labels("listener")._value.get() == 1, what="ack")
+    acked = rig.metrics.types_received.labels("listener")
+    assert wait_for(lambda: acked._value.get() == 1, 20), "timed out waiting for ack"
     expected = (True, 1)
     assert expected == (statuses[0] in (200, 201), list(rig.columns()).count(name))
 
@@ -301,10 +293,12 @@ def test_registry_down_then_up_redelivers_until_added(rig: MutatorRig) -> None:
     rig.start_listener(retry_delay=0.2)
     rig.publish(encode_types([EntityType(CLICK, ShredProperty.UNSTRUCT_EVENT)]))
     failures = rig.metrics.errors.labels("listener", "registry")
-    wait_until(lambda: failures._value.get() >= 1, what="a nack while the registry fails")
+    assert wait_for(lambda: failures._value.get() >= 1, 20), (
+        "timed out waiting for a nack while the registry fails"
+    )
     rig.registry.failing = False
-    wait_until(
-        lambda: "unstruct_event_com_acme_link_click_1_0_0" in rig.columns(), what="the column"
+    assert wait_for(lambda: "unstruct_event_com_acme_link_click_1_0_0" in rig.columns(), 20), (
+        "timed out waiting for the column"
     )
     expected = "RECORD"
     assert expected == rig.columns()["unstruct_event_com_acme_link_click_1_0_0"].type.value
@@ -339,7 +333,9 @@ def test_listener_adds_what_it_can_and_acks_the_rest(rig: MutatorRig) -> None:
         )
     )
     received = rig.metrics.types_received.labels("listener")
-    wait_until(lambda: received._value.get() >= 3, timeout=30, what="the message handled")
+    assert wait_for(lambda: received._value.get() >= 3, 30), (
+        "timed out waiting for the message handled"
+    )
     errors = {
         kind: rig.metrics.errors.labels("listener", kind)._value.get()
         for kind in ("column_limit", "illegal_name")

@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from plowline_cloud.metrics import MetricsRegistry
@@ -32,7 +31,7 @@ from plowline_mutator.listener import TypesListener
 from plowline_mutator.metrics import MutatorMetrics
 from plowline_mutator.mutation import Mutator
 from plowline_mutator.settings import MutatorSettings
-from support.webhook import webhook_receiver
+from support.webhook import WebhookReceiver, webhook_receiver
 
 ATOMIC = (Field("event_id", FieldType.STRING, Mode.REQUIRED),)
 CLICK = EntityType(
@@ -42,7 +41,7 @@ SCHEMAS = {CLICK.schema: {"type": "object", "properties": {"a": {"type": "string
 
 
 @pytest.fixture
-def received() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def received() -> Iterator[WebhookReceiver]:
     """A receiver on 127.0.0.1: its URL and the payloads it got."""
     with webhook_receiver() as receiver:
         yield receiver
@@ -70,17 +69,19 @@ def _deliver(listener: TypesListener) -> None:
     )  # fmt: skip
 
 
-def _alerts(got: list[dict[str, Any]], count: int) -> list[tuple[str, dict[str, str]]]:
-    deadline = time.monotonic() + 10
-    while sum(p["schema"] == ALERT_SCHEMA for p in got) < count and time.monotonic() < deadline:
-        time.sleep(0.02)
+def _alerts(received: WebhookReceiver, count: int) -> list[tuple[str, dict[str, str]]]:
+    received.wait_for(lambda got: sum(p["schema"] == ALERT_SCHEMA for p in got) >= count)
     time.sleep(0.2)  # no second alert may follow
-    return [(p["data"]["message"], p["data"]["tags"]) for p in got if p["schema"] == ALERT_SCHEMA]
+    return [
+        (p["data"]["message"], p["data"]["tags"])
+        for p in received.got
+        if p["schema"] == ALERT_SCHEMA
+    ]
 
 
-def test_a_table_refusing_columns_alerts_once(received: tuple[str, list[Any]]) -> None:
+def test_a_table_refusing_columns_alerts_once(received: WebhookReceiver) -> None:
     """BigQuery refusing the patch (PermanentError) twice: one "columns cannot be added" alert."""
-    url, got = received
+    url = received.url
     listener, store = _listener(url, ATOMIC)
     store.fail_with = PermanentError("400 Cannot add fields (field: unstruct_event_x)")  # type: ignore[assignment]
 
@@ -94,12 +95,12 @@ def test_a_table_refusing_columns_alerts_once(received: tuple[str, list[Any]]) -
             {"pipeline": "prod"},
         )
     ]
-    assert expected == _alerts(got, 1)
+    assert expected == _alerts(received, 1)
 
 
-def test_a_table_at_the_column_limit_alerts(received: tuple[str, list[Any]]) -> None:
+def test_a_table_at_the_column_limit_alerts(received: WebhookReceiver) -> None:
     """A column that would pass BigQuery's leaf-field limit alerts, naming the type."""
-    url, got = received
+    url = received.url
     fillers = tuple(Field(f"c{i}", FieldType.STRING) for i in range(MAX_LEAF_FIELDS - 2))
     listener, _ = _listener(url, (*ATOMIC, *fillers))
 
@@ -110,19 +111,19 @@ def test_a_table_at_the_column_limit_alerts(received: tuple[str, list[Any]]) -> 
         "iglu:com.acme/link_click/jsonschema/1-0-0: "
         f"the table would pass BigQuery's limit of {MAX_LEAF_FIELDS} leaf fields"
     ]
-    assert expected == [message for message, _ in _alerts(got, 1)]
+    assert expected == [message for message, _ in _alerts(received, 1)]
 
 
-def test_the_table_missing_alerts_as_such(received: tuple[str, list[Any]]) -> None:
+def test_the_table_missing_alerts_as_such(received: WebhookReceiver) -> None:
     """A missing table (404) is alerted as the table missing, not as columns."""
-    url, got = received
+    url = received.url
     listener, store = _listener(url, ATOMIC)
     store.fail_with = PermanentError("404 Not found: Table acme:snowplow.events")  # type: ignore[assignment]
 
     _deliver(listener)
 
     expected = ["the events table does not exist: 404 Not found: Table acme:snowplow.events"]
-    assert expected == [message for message, _ in _alerts(got, 1)]
+    assert expected == [message for message, _ in _alerts(received, 1)]
 
 
 def test_no_endpoint_starts_no_sender() -> None:

@@ -1,97 +1,21 @@
-"""The repeater's start-up against Google endpoints that accept connections and never answer.
+"""The repeater's ledger check against a BigQuery that accepts connections and never answers.
 
 Found by a chaos run: a repeater SIGKILLed and restarted in exactly-once mode was not ready
 240 s later and had logged nothing, its start-up waiting without a deadline on the
 ledger's check (``tables.insert`` with no request timeout) while the BigQuery stand-in
-did not answer. The property: the first log line comes before any network call, and a
-start-up either reaches ``repeater started`` or exits 1 naming the call it waited on.
+did not answer. Here the check alone, in this process, against ``silent_endpoint``
+(``support.endpoints``), must give up within its deadline; the repeater's start-up as a
+process is tested in ``tests/e2e/repeater/test_repeater_startup.py``.
 """
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
-import pytest
 from plowline_cloud.clients import bigquery_client
 from plowline_cloud.write_api_pending import ensure_ledger
 from plowline_core.errors import TransientError
-from support.configs import bigquery_config, resolver_config
-
-_STARTUP_TIMEOUT_S = 3.0
-_FIRST_LINE_S = 20.0  # the interpreter and the Google clients' imports, on a loaded machine
-_EXACTLY_ONCE = {"mode": "STORAGE_WRITE_API", "stream": "exactly-once"}
-
-
-@pytest.fixture
-def silent_endpoint() -> Iterator[str]:
-    """``127.0.0.1:port`` of a server that accepts every connection and never answers."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    stopping = threading.Event()
-
-    def accept() -> None:
-        while not stopping.is_set():
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            held.append(connection)  # read nothing, answer nothing, close nothing
-
-    thread = threading.Thread(target=accept, name="silent-endpoint", daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{listener.getsockname()[1]}"
-    stopping.set()
-    listener.close()
-    for connection in held:
-        connection.close()
-    thread.join(5)
-
-
-def _start_repeater(start_service: Callable[..., Any], tmp_path: Path, load: dict[str, Any]) -> Any:
-    config, resolver = tmp_path / "config.json", tmp_path / "resolver.json"
-    config.write_text(json.dumps(bigquery_config(name="startup", load=load)))
-    resolver.write_text(json.dumps(resolver_config()))
-    return start_service(
-        "plowline_repeater.cli",
-        "run",
-        "--config",
-        str(config),
-        "--resolver",
-        str(resolver),
-        "--failedInsertsSub",
-        "failed-inserts-startup",
-        "--deadEndBucket",
-        "gs://plowline-dead-end/startup",
-        "--port",
-        "0",
-    )
-
-
-@pytest.fixture
-def silent_google(silent_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Point every Google client of a started service at the silent endpoint; short start-up."""
-    for name, value in {
-        "PUBSUB_EMULATOR_HOST": silent_endpoint,
-        "BIGQUERY_EMULATOR_HOST": f"http://{silent_endpoint}",
-        "BIGQUERY_EMULATOR_GRPC_HOST": silent_endpoint,
-        "STORAGE_EMULATOR_HOST": f"http://{silent_endpoint}",
-        "PLOWLINE_REPEATER_STARTUP_TIMEOUT": str(_STARTUP_TIMEOUT_S),  # --startupTimeout
-    }.items():
-        monkeypatch.setenv(name, value)
-    return silent_endpoint
-
-
-def _exit_code(service: Any, timeout: float) -> int | None:
-    try:
-        return int(service.process.wait(timeout))
-    except Exception:  # still running: the start-up waits without a deadline
-        return None
 
 
 def test_an_unanswered_ledger_check_fails_within_its_deadline(silent_endpoint: str) -> None:
@@ -119,40 +43,3 @@ def test_an_unanswered_ledger_check_fails_within_its_deadline(silent_endpoint: s
         took < 5.0,
     )
     assert expected == actual, f"{error!r} after {took:.1f} s"
-
-
-def test_a_repeater_whose_ledger_check_goes_unanswered_says_so_and_exits(
-    silent_google: str,
-    start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
-    tmp_path: Path,
-) -> None:
-    """Exactly-once, BigQuery silent: the repeater logs its start, then exits 1 naming the ledger."""
-    service = _start_repeater(start_service, tmp_path, _EXACTLY_ONCE)
-    first = eventually(lambda: "repeater starting" in service.tail(), _FIRST_LINE_S)
-    code = _exit_code(service, _STARTUP_TIMEOUT_S * 2 + 15.0)
-    tail = service.tail()
-    expected = (True, 1, True, True)
-    actual = (first, code, "repeater did not start" in tail, "create ledger events_ledger" in tail)
-    assert expected == actual, tail
-
-
-@pytest.mark.parametrize(
-    "load",
-    [
-        pytest.param({"mode": "STREAMING_INSERTS", "retry": False}, id="insert-all"),
-        pytest.param({"mode": "STORAGE_WRITE_API", "stream": "default"}, id="write-api-default"),
-        pytest.param({"mode": "FILE_LOADS", "frequency": 100}, id="file-loads"),
-    ],
-)
-def test_a_repeater_makes_no_call_before_it_says_it_started(
-    load: dict[str, Any],
-    silent_google: str,
-    start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
-    tmp_path: Path,
-) -> None:
-    """With every Google endpoint silent, the other write modes still reach "repeater started"."""
-    service = _start_repeater(start_service, tmp_path, load)
-    started = eventually(lambda: "repeater started" in service.tail(), _FIRST_LINE_S)
-    assert started, service.tail()

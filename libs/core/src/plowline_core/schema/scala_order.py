@@ -13,7 +13,7 @@ The structure is a CHAMP trie:
 - keys whose whole 32-bit hashes are equal share a collision node, in insertion order.
 
 Notes:
-    Pure. Held to the real ``scala-library`` 2.13 by ``tests/unit/core/test_scala_order.py``,
+    Pure. Held to the real ``scala-library`` 2.13 by ``tests/tool/core/test_scala_order.py``,
     which runs a small Java program against the jar pyspark ships (when ``java`` is present).
 """
 

@@ -42,6 +42,8 @@ DEFAULT_BACKOFF_S = 300.0
 _HTTP_TIMEOUT_S = 2.0
 RELAUNCH_PAUSE_S = 2.0
 """The pause before a service that gave up during its start is started again."""
+_FIRST_POLL_S, _POLL_S = 0.01, 0.2
+"""``wait_ready`` polls again 10 ms after its first look, then twice as long each time, up to 0.2 s."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -263,6 +265,7 @@ def wait_ready(services: Sequence[ServiceProcess], timeout: float) -> None:
     """Poll ``/readyz`` of each service until all answer 200; raise ServiceError otherwise."""
     deadline = time.monotonic() + timeout
     pending = list(services)
+    pause = _FIRST_POLL_S
     while pending:
         for service in list(pending):
             if not service.alive():
@@ -279,7 +282,8 @@ def wait_ready(services: Sequence[ServiceProcess], timeout: float) -> None:
                 f"{pending[0].tail()}"
             )
         if pending:
-            time.sleep(0.2)
+            time.sleep(pause)
+            pause = min(pause * 2, _POLL_S)
 
 
 def launch_ready(

@@ -19,8 +19,6 @@ from plowline_core.ports import Row
 from plowline_core.schema.field import Field, FieldType, Mode
 from plowline_core.testing.table import InMemoryTableSchemaStore
 
-pytestmark = pytest.mark.unit
-
 FIELDS = (Field("event_id", FieldType.STRING, Mode.REQUIRED),)
 REMOTE = "bigquery.proxied.test:9050"  # reachable only through the proxy (a .test name)
 

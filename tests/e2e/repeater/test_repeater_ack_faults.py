@@ -21,6 +21,7 @@ import pytest
 from plowline_cloud.clients import bigquery_client, publisher_client, subscriber_client
 from plowline_devstack.faults.pubsub import PubSubFaults
 from plowline_devstack.pubsub import PubSubEmulator, started_with_faults
+from support.timing import wait_for
 
 DEAD_END = "plowline-dead-end"
 ROWS = 40
@@ -61,7 +62,6 @@ def test_every_failed_insert_lands_once_while_acks_are_refused(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
     refusing: tuple[PubSubEmulator, PubSubFaults],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -98,7 +98,7 @@ def test_every_failed_insert_lands_once_while_acks_are_refused(
     ids = [str(row["event_id"]) for row in rows]
     for future in [publisher.publish(topic, orjson.dumps(row)) for row in rows]:
         future.result(timeout=30)
-    eventually(lambda: _counts(local_stack, ids)[1] >= ROWS, timeout=90)
+    wait_for(lambda: _counts(local_stack, ids)[1] >= ROWS, 90, every_s=1.0)
     time.sleep(ACK_DEADLINE_S + 3)  # a lost ack's row comes back after its deadline
     service.stop()
 

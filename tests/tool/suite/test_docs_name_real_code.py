@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[3]
 _FILE = re.compile(r"`([\w./-]+\.py)`")
 _MODULE = re.compile(r"`(plowline_[a-z]+\.[\w.]+)")

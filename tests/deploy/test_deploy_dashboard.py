@@ -1,7 +1,7 @@
 """The Grafana dashboard and its compose provisioning: what it shows and where it reads from.
 
 Whether every metric it queries exists is checked against the running services'
-/metrics (tests/integration/deploy/test_metric_names.py).
+/metrics (tests/e2e/deploy/test_metric_names.py).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 DOCKER = DEPLOY / "docker"
 OVERLAYS = ("dev", "prod")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 RESOLVER_CONFIG = "iglu:com.snowplowanalytics.iglu/resolver-config/"
 SHIPPED = ("deploy", "libs/devstack/src/plowline_devstack/examples", "bench")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from support.timing import wait_for_line
 
 REPO = Path(__file__).resolve().parents[3]
 DRIVER_POD = REPO / "deploy" / "docker" / "loader" / "driver_pod.py"
@@ -83,15 +84,6 @@ def _started(argv: list[str]) -> Iterator[subprocess.Popen[bytes]]:
         process.wait(timeout=30)
 
 
-def _wait_for(log: Path, text: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"the application never wrote {text!r}")
-
-
 def _pod_args(pod: dict[str, Path]) -> list[str]:
     """What Spark on Kubernetes passes a Python driver pod after ``driver``."""
     return [
@@ -107,7 +99,8 @@ def _pod_args(pod: dict[str, Path]) -> list[str]:
 def test_driver_pod_sigterm_reaches_the_python_driver(pod: dict[str, Path]) -> None:
     """SIGTERM to the pod's main process runs the loader's graceful stop with Spark still up."""
     with _started([sys.executable, str(DRIVER_POD), *_pod_args(pod)]) as process:
-        _wait_for(pod["log"], "ready")
+        if not wait_for_line(pod["log"], "ready", 120):
+            pytest.fail("the application never wrote 'ready'")
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=120)
     expected = (0, "ready\ngraceful [1000]\n")
@@ -121,7 +114,8 @@ def test_sigterm_to_the_spark_jvm_loses_the_graceful_stop(pod: dict[str, Path]) 
     argv.remove(f"local://{pod['app']}")
     argv.insert(-1, str(pod["app"]))
     with _started(argv) as process:
-        _wait_for(pod["log"], "ready")
+        if not wait_for_line(pod["log"], "ready", 120):
+            pytest.fail("the application never wrote 'ready'")
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
         time.sleep(2)

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import orjson
 from plowline_cloud.clients import publisher_client, subscriber_client
+from support.timing import wait_for, wait_until
 
 STALL = "4"
 _ROW = orjson.dumps(
@@ -62,15 +63,14 @@ def test_writer_that_cannot_write_fails_liveness(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Live while idle; 503 once it has held rows longer than --stallTimeout without writing any."""
     topic, sub = _channel(local_stack)
     missing = f"gs://no-such-bucket-{uuid.uuid4().hex[:8]}"
     service, port = _start(start_service, config_files[0], sub, missing)
-    idle = eventually(lambda: _health(port), timeout=30)
+    idle = wait_until(lambda: _health(port), 30)
     publisher_client(local_stack.endpoints.pubsub_target).publish(topic, _ROW).result(30)
-    stalled = eventually(lambda: _health(port) == 503, timeout=60)
+    stalled = wait_for(lambda: _health(port) == 503, 60)
     body = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
     service.stop()
     expected = (200, True, False, True)
@@ -86,14 +86,13 @@ def test_writer_that_writes_stays_live(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """A writer that files its rows stays live well past --stallTimeout, rows or none."""
     topic, sub = _channel(local_stack)
     service, port = _start(
         start_service, config_files[0], sub, f"gs://plowline-bad-rows/live-{uuid.uuid4().hex[:8]}"
     )
-    eventually(lambda: _health(port), timeout=30)
+    wait_for(lambda: _health(port), 30)
     publisher = publisher_client(local_stack.endpoints.pubsub_target)
     answers = []
     for _ in range(8):  # 8 s, twice the stall timeout, with a row every second
@@ -109,14 +108,13 @@ def test_writer_whose_subscription_is_deleted_exits_1(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Its subscription deleted under it, the writer says why and exits 1 within 60 s."""
     _, sub = _channel(local_stack)
     service, port = _start(
         start_service, config_files[0], sub, f"gs://plowline-bad-rows/gone-{uuid.uuid4().hex[:8]}"
     )
-    eventually(lambda: _health(port) == 200, timeout=30)
+    wait_for(lambda: _health(port) == 200, 30)
     subscriber = subscriber_client(local_stack.endpoints.pubsub_target)
     subscriber.delete_subscription(subscription=sub)
     subscriber.close()

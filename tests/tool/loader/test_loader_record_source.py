@@ -12,8 +12,6 @@ from plowline_loader.compressed_input import DEFAULT_DECOMPRESSION, Decompressio
 from plowline_loader.source.record_source import RecordDataSource, RecordSourceOptions
 from pyspark import cloudpickle
 
-pytestmark = pytest.mark.unit
-
 SUBSCRIPTION = "projects/p/subscriptions/s"
 # What the planner processes must not import: the batch opener and the transform's modules.
 _HEAVY = (

@@ -18,7 +18,8 @@ def _run(tmp_path: Path, budget: str) -> str:
     (tmp_path / "test_two.py").write_text(
         "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
     )
-    env = {**os.environ, "PLOWLINE_TEST_BUDGET_S": budget}
+    # The copy loads the root conftest's plugins (``support.*``) from the suite's own folder.
+    env = {**os.environ, "PLOWLINE_TEST_BUDGET_S": budget, "PYTHONPATH": str(CONFTEST.parent)}
     done = subprocess.run(
         [
             sys.executable,

@@ -8,12 +8,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.spark_cluster import python_driver, spark_home, submit_environment
 from support.configs import empty_registry, write_json
+from support.timing import wait_for
 
 DRIVER = Path(__file__).resolve().parents[3] / "deploy" / "docker" / "loader" / "driver.py"
 _SESSION = re.compile(r"spark session .*")
@@ -37,11 +37,13 @@ def _session_line(
             command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     try:
-        deadline = time.monotonic() + 180
-        while "loader started" not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        wait_for(
+            lambda: (
+                "loader started" in log.read_text(errors="replace") or process.poll() is not None
+            ),
+            180,
+            every_s=0.5,
+        )
         target = python_driver(process.pid, DRIVER) if submitted else process.pid
         with contextlib.suppress(ProcessLookupError):  # it exited already: its code tells
             os.kill(target or process.pid, signal.SIGTERM)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from plowline_cloud.clients import publisher_client, storage_client, subscriber_client
+from support.timing import wait_for, wait_for_line
 
 BUCKET = "plowline-bad-rows"
 VENDOR = "iglu:com.snowplowanalytics.snowplow.badrows"
@@ -89,7 +90,6 @@ def test_bad_rows_land_partitioned_and_complete(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Every message ends in exactly one object of its type's partition (unparseable apart)."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
@@ -106,7 +106,7 @@ def test_bad_rows_land_partitioned_and_complete(
     ]
     _publish(local_stack, parsing + iglu + garbage)
     sent = set(parsing + iglu + garbage)
-    eventually(lambda: sent <= _lines(_objects(local_stack, prefix)), timeout=60)
+    wait_for(lambda: sent <= _lines(_objects(local_stack, prefix)), 60, every_s=0.3)
     objects = _objects(local_stack, prefix)
     service.stop()
     by_partition: dict[str, set[bytes]] = {}
@@ -124,14 +124,13 @@ def test_unparseable_messages_round_trip_byte_for_byte(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Each unparseable message, embedded newlines included, is one .bin object equal to it."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
     service = _start(start_service, local_stack, config_files[0], prefix, "--window", "1", "--gzip")
     garbage = [b"a\nb", b"a", b"b", b"\n\nc\r\n", bytes(range(256))]
     _publish(local_stack, garbage)
-    eventually(lambda: len(_objects(local_stack, prefix)) >= len(garbage), timeout=60)
+    wait_for(lambda: len(_objects(local_stack, prefix)) >= len(garbage), 60, every_s=0.3)
     objects = _objects(local_stack, prefix)
     service.stop()
     names = sorted(objects)
@@ -147,7 +146,6 @@ def test_sigterm_writes_buffers_and_exits_cleanly(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Rows buffered in a long window are written on SIGTERM, and the exit code is 0."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
@@ -156,7 +154,7 @@ def test_sigterm_writes_buffers_and_exits_cleanly(
     )
     rows = [_bad_row("loader_runtime_error", "1-0-1", f"r{n}") for n in range(3)]
     _publish(local_stack, rows)
-    eventually(lambda: "dead-letter writer started" in service.tail(), 30)
+    wait_for_line(service.log, "dead-letter writer started", 30)
     time.sleep(2)  # let the subscriber receive them (the objects are only written on SIGTERM)
     code = service.stop(signal.SIGTERM)
     objects = _objects(local_stack, prefix)
@@ -169,7 +167,6 @@ def test_a_writer_restarted_after_sigkill_does_not_write_a_republished_row_again
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """SIGKILL, the loader republishes a written row, restart: it reads the lookback, acks the copy."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
@@ -183,14 +180,14 @@ def test_a_writer_restarted_after_sigkill_does_not_write_a_republished_row_again
         _bad_row("loader_parsing_error", "2-0-0", f"o-{prefix}"),
     )
     _publish(local_stack, [row])
-    eventually(lambda: {row} <= _lines(_objects(local_stack, prefix)), timeout=60)
+    wait_for(lambda: {row} <= _lines(_objects(local_stack, prefix)), 60, every_s=0.3)
     first.stop(signal.SIGKILL)
     _publish(local_stack, [row, other])  # the copy under a new message id, and a new row
     second = _start(
         start_service, local_stack, config, prefix, "--window", "1", subscription=subscription
     )
-    eventually(lambda: other in _lines(_objects(local_stack, prefix)), timeout=60)
-    eventually(lambda: "duplicate delivery" in second.tail(), timeout=30)
+    wait_for(lambda: other in _lines(_objects(local_stack, prefix)), 60, every_s=0.3)
+    wait_for_line(second.log, "duplicate delivery", 30)
     lines = sorted(
         line
         for name, body in _objects(local_stack, prefix).items()

@@ -24,6 +24,7 @@ from plowline_cloud.clients import (
     subscriber_client,
 )
 from plowline_devstack.stack.provisioning import StackConfig, provision_bigquery
+from support.timing import wait_for, wait_for_line, wait_until
 
 DEAD_END = "plowline-dead-end"
 RECOVERY = (
@@ -112,7 +113,6 @@ def test_a_row_lands_soon_after_its_column_is_added(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Mutation lag: a row that failed for a missing column is in the table within 10 s of the column."""
     column = f"lag_{uuid.uuid4().hex[:8]}"
@@ -126,12 +126,12 @@ def test_a_row_lands_soon_after_its_column_is_added(
     )
     row = _row(**{column: "here"})
     _publish(local_stack, [orjson.dumps(row)])
-    eventually(lambda: "repeater started" in service.tail(), 30)
+    wait_for_line(service.log, "repeater started", 30)
     client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
     table = client.get_table(local_stack.table_ref)
     table.schema = [*table.schema, bigquery.SchemaField(column, "STRING", mode="NULLABLE")]
     client.update_table(table, ["schema"])
-    landed = eventually(lambda: _in_table(local_stack, [row["event_id"]]), timeout=10)
+    landed = wait_until(lambda: _in_table(local_stack, [row["event_id"]]), 10, every_s=0.3)
     service.stop()
     assert {row["event_id"]} == landed, service.tail()
 
@@ -140,7 +140,6 @@ def test_an_event_from_2013_waits_its_backoff_from_the_failure_not_from_etl_tsta
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """A 2013 event whose column is added 5 s after its failure lands; none is dead-ended."""
     column = f"old_{uuid.uuid4().hex[:8]}"
@@ -148,7 +147,7 @@ def test_an_event_from_2013_waits_its_backoff_from_the_failure_not_from_etl_tsta
     service = _start(
         start_service, local_stack, config_files, prefix, "--backoffPeriod", "20", "--window", "1"
     )
-    eventually(lambda: "repeater started" in service.tail(), 30)
+    wait_for_line(service.log, "repeater started", 30)
     old = "2013-10-07T12:00:00+00:00"
     rows = [_row(**{column: f"v{i}", "etl_tstamp": old, "collector_tstamp": old}) for i in range(5)]
     _publish(local_stack, [orjson.dumps(row) for row in rows])
@@ -158,7 +157,7 @@ def test_an_event_from_2013_waits_its_backoff_from_the_failure_not_from_etl_tsta
     table.schema = [*table.schema, bigquery.SchemaField(column, "STRING", mode="NULLABLE")]
     client.update_table(table, ["schema"])
     ids = [row["event_id"] for row in rows]
-    landed = eventually(lambda: len(_in_table(local_stack, ids)) == len(ids) or None, 30)
+    landed = wait_for(lambda: len(_in_table(local_stack, ids)) == len(ids), 30, every_s=1.0)
     service.stop()
     expected = (True, [])
     assert expected == (landed, _dead_rows(local_stack, prefix)), service.tail()
@@ -168,7 +167,6 @@ def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
     conformance_dir: Path,
 ) -> None:
     """A wrong-typed row becomes a valid loader_recovery_error once the short backoff passed."""
@@ -178,7 +176,7 @@ def test_a_row_that_never_fits_reaches_the_dead_end_bucket(
     )
     row = _row(txn_id="not a number")
     _publish(local_stack, [orjson.dumps(row)])
-    [dead] = eventually(lambda: _dead_rows(local_stack, prefix), timeout=60) or [None]
+    [dead] = wait_until(lambda: _dead_rows(local_stack, prefix), 60, every_s=0.3) or [None]
     code = service.stop()
     schema = orjson.loads((conformance_dir / RECOVERY).read_bytes())
     Draft4Validator(schema).validate(dead["data"])
@@ -209,7 +207,6 @@ def test_an_unreadable_table_keeps_the_repeater_running_not_ready_until_it_recov
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """With its table missing the repeater stays up and not ready; once it exists the row lands."""
     late = f"late_{uuid.uuid4().hex[:8]}"
@@ -218,16 +215,18 @@ def test_an_unreadable_table_keeps_the_repeater_running_not_ready_until_it_recov
     document["data"]["tableId"] = late
     config.write_bytes(orjson.dumps(document))
     service = _start(start_service, local_stack, (config, resolver), f"t-{uuid.uuid4().hex[:8]}")
-    eventually(lambda: "repeater started" in service.tail(), 30)
+    wait_for_line(service.log, "repeater started", 30)
     row = _row()
     _publish(local_stack, [orjson.dumps(row)])
-    eventually(lambda: "table schema unreadable" in service.tail(), 30)
-    outage = (service.process.poll(), eventually(lambda: _ready(service) == 503, 10))
+    wait_for_line(service.log, "table schema unreadable", 30)
+    outage = (service.process.poll(), wait_for(lambda: _ready(service) == 503, 10))
     provision_bigquery(StackConfig(table=late), local_stack.endpoints)
     client = bigquery_client(local_stack.project, local_stack.endpoints.bigquery_url)
     query = f"SELECT event_id FROM `{local_stack.project}.snowplow.{late}`"
-    landed = eventually(lambda: {r["event_id"] for r in client.query(query).result()}, 60)
-    recovered = eventually(lambda: _ready(service) == 200, 10)
+    landed = wait_until(
+        lambda: {r["event_id"] for r in client.query(query).result()}, 60, every_s=1.0
+    )
+    recovered = wait_for(lambda: _ready(service) == 200, 10)
     service.stop()
     expected = ((None, True), {row["event_id"]}, True)
     assert expected == (outage, landed, recovered), service.tail()
@@ -237,7 +236,6 @@ def test_sigkill_with_rows_buffered_loses_none(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Rows buffered for the dead end when the process is killed land after a restart."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
@@ -256,18 +254,19 @@ def test_sigkill_with_rows_buffered_loses_none(
         "100",
         "--verbose",
     )
-    eventually(lambda: "repeater started" in first.tail(), 30)
+    wait_for_line(first.log, "repeater started", 30)
     _publish(local_stack, markers + [orjson.dumps(row) for row in rows])
-    eventually(lambda: first.tail().count("dead-ended") >= 5, 30)
+    wait_for(lambda: first.tail().count("dead-ended") >= 5, 30)
     first.stop(signal.SIGKILL)
     before = _dead_rows(local_stack, prefix)
     second = _start(
         start_service, local_stack, config_files, prefix, "--backoffPeriod", "1", "--window", "1"
     )
     wanted = {m.decode() for m in markers} | {orjson.dumps(r).decode() for r in rows}
-    eventually(
+    wait_for(
         lambda: wanted <= {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)},
-        timeout=120,
+        120,
+        every_s=0.3,
     )
     second.stop()
     payloads = {d["data"]["payload"] for d in _dead_rows(local_stack, prefix)}
@@ -279,12 +278,11 @@ def test_a_repeater_whose_subscription_is_deleted_exits_1(
     local_stack: Any,
     config_files: tuple[Path, Path],
     start_service: Callable[..., Any],
-    eventually: Callable[..., Any],
 ) -> None:
     """Its subscription deleted under it, the repeater says why and exits 1 within 60 s."""
     prefix = f"t-{uuid.uuid4().hex[:8]}"
     service = _start(start_service, local_stack, config_files, prefix)
-    eventually(lambda: "repeater started" in service.tail(), 30)
+    wait_for_line(service.log, "repeater started", 30)
     subscriber = subscriber_client(local_stack.endpoints.pubsub_target)
     path = f"projects/{local_stack.project}/subscriptions/{_subscription(local_stack, prefix)}"
     subscriber.delete_subscription(subscription=path)

@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -26,6 +25,7 @@ from plowline_cloud.events_table import create_events_table
 from plowline_core.event.fields import ATOMIC_COLUMNS
 from plowline_devstack.stack.lifecycle import LocalStack
 from plowline_devstack.stack.servers import free_port
+from support.timing import wait_until
 
 TOKEN = "served-token"
 MIB = 1 << 20
@@ -89,12 +89,15 @@ def served(
     log = folder / "serve.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
+
+    def state() -> str | None:
+        if _healthy(port):
+            return "up"
+        return "exited" if process.poll() is not None else None
+
     try:
-        deadline = time.monotonic() + 60
-        while not _healthy(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"serve did not come up:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+        if wait_until(state, 60) != "up":
+            pytest.fail(f"serve did not come up:\n{log.read_text()[-3000:]}")
         yield Served(port, log)
     finally:
         process.terminate()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "deploy" / "monitoring"
 RULES = MONITORING / "alerts.yaml"
 RULE_TESTS = sorted((MONITORING / "tests").glob("*.yaml"))
