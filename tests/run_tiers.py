@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+_PROGRESS_EVERY_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -133,20 +134,24 @@ def run(
     say = _Printer()
     outcomes: dict[str, Outcome] = {}
 
+    started: set[str] = set()
+
     def lane(tiers: tuple[Tier, ...]) -> None:
         for tier in tiers:
+            started.add(tier.name)
             outcomes[tier.name] = _run_tier(tier, logs, extra, coverage, say)
 
     threads = [threading.Thread(target=lane, args=(each.tiers,)) for each in plan]
     for thread in threads:
         thread.start()
-    running = True
-    while running:
+    while any(thread.is_alive() for thread in threads):
+        next_word = time.monotonic() + _PROGRESS_EVERY_S
         for thread in threads:
-            thread.join(timeout=120)
-        running = any(thread.is_alive() for thread in threads)
-        if running:
-            say("still running: " + ", ".join(sorted(set(_names(plan)) - set(outcomes))))
+            thread.join(timeout=max(0.0, next_word - time.monotonic()))
+        if any(thread.is_alive() for thread in threads):
+            running = sorted(started - set(outcomes))
+            queued = [name for name in _names(plan) if name not in started]
+            say(f"running: {', '.join(running)}; queued: {', '.join(queued) or 'none'}")
     return [outcomes[name] for name in _names(plan)]
 
 
