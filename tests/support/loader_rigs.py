@@ -91,6 +91,24 @@ def spawn_loader() -> Callable[..., subprocess.Popen[bytes]]:
 # -- one load mode: a fresh table, input and bad rows ----------------------------------------
 
 
+def _worker_config(
+    stack: LocalStack, root: Path, config_file: Path, resolver_file: Path, **extra: Any
+) -> WorkerConfig:
+    """The executors' config of a rig: its files, the local stack's endpoints, and ``extra``."""
+    from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
+
+    return WorkerConfig(
+        bigquery=load_bigquery_config(config_file),
+        resolver_json=resolver_file.read_text(),
+        resolver_dir=str(root),
+        column_mode=ColumnMode.FULL,
+        version="0.1.0",
+        pubsub_emulator_host=stack.endpoints.pubsub_target,
+        bigquery_emulator_host=stack.endpoints.bigquery_url,
+        **extra,
+    )
+
+
 @dataclass(frozen=True)
 class ModeRig:
     """A fresh table, input and bad-rows subscriptions, and loader config files for one ``load``."""
@@ -106,17 +124,12 @@ class ModeRig:
     """Messages published through this rig (one counter, mutable in the frozen rig)."""
 
     def config(self) -> WorkerConfig:
-        """Return the executors' config pointing at the local stack."""
-        from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
-
-        return WorkerConfig(
-            bigquery=load_bigquery_config(self.config_file),
-            resolver_json=self.resolver_file.read_text(),
-            resolver_dir=str(self.root),
-            column_mode=ColumnMode.FULL,
-            version="0.1.0",
-            pubsub_emulator_host=self.stack.endpoints.pubsub_target,
-            bigquery_emulator_host=self.stack.endpoints.bigquery_url,
+        """Return the executors' config pointing at the local stack (every sink's endpoint)."""
+        return _worker_config(
+            self.stack,
+            self.root,
+            self.config_file,
+            self.resolver_file,
             bigquery_grpc_host=self.stack.endpoints.bigquery_grpc_target,
             storage_emulator_host=self.stack.endpoints.storage_url,
             staging_bucket=sorted(self.stack.config.buckets)[0],
@@ -289,17 +302,8 @@ class StreamingRig:
 
     def config(self) -> WorkerConfig:
         """Return the executors' config pointing at the local stack."""
-        from plowline_loader.bootstrap import WorkerConfig, load_bigquery_config
-
-        return WorkerConfig(
-            bigquery=load_bigquery_config(self.config_file),
-            resolver_json=self.resolver_file.read_text(),
-            resolver_dir=str(self.root),
-            column_mode=ColumnMode.FULL,
-            version="0.1.0",
-            pubsub_emulator_host=self.stack.endpoints.pubsub_target,
-            bigquery_emulator_host=self.stack.endpoints.bigquery_url,
-            schema_refresh_s=5.0,
+        return _worker_config(
+            self.stack, self.root, self.config_file, self.resolver_file, schema_refresh_s=5.0
         )
 
     def publish(self, lines: list[str]) -> None:
